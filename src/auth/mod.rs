@@ -1,0 +1,3 @@
+//! Authentication helpers (accounts, sessions and CSRF build on these).
+
+pub mod password;

@@ -1,0 +1,320 @@
+//! The built-in demo study: lets anyone try the EmotionBench procedure without loading data.
+//!
+//! The situations are our own, deliberately mild inventions. They are not taken or adapted
+//! from the upstream dataset, whose licence restricts commercial use.
+
+use super::situation::{EMOTIONS, Situation, situation_key};
+
+/// A complete, self-contained study definition used for demonstrations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DemoStudy {
+    /// `"demo"`.
+    pub slug: &'static str,
+    pub title: &'static str,
+    /// Plain text; paragraphs are separated by blank lines.
+    pub consent_text: &'static str,
+    /// Plain text; paragraphs are separated by blank lines.
+    pub debrief_text: &'static str,
+    /// `"demo"`.
+    pub situation_set: &'static str,
+    /// Two situations per emotion, in the order of [`EMOTIONS`].
+    pub situations: Vec<Situation>,
+}
+
+const CONSENT_TEXT: &str = "\
+This is a demonstration of an emotion study that follows the EmotionBench procedure. It is not \
+a real research study, and your answers will not be used for any scientific analysis.
+
+First you will rate how strongly you feel each of a list of 20 feelings right now. Then you \
+will read a short description of an everyday situation, imagine as vividly as you can that it \
+is happening to you, and rate the same feelings again. This takes about five minutes.
+
+The situations are mild and everyday, but imagining one may briefly bring up an unpleasant \
+feeling such as irritation, worry or embarrassment. You can stop at any time, without giving a \
+reason, by closing the page.
+
+Please do not type your name or other personal details into any answer field.
+
+Taking part is voluntary. By continuing, you confirm that you are at least 18 years old and \
+that you want to try the demo.";
+
+const DEBRIEF_TEXT: &str = "\
+Thank you for trying the demo.
+
+The procedure you just went through comes from EmotionBench (Huang et al., \"Apathetic or \
+Empathetic? Evaluating LLMs' Emotional Alignments with Humans\", NeurIPS 2024). The study \
+compares how people and large language models react emotionally to the same situations.
+
+You first rated your feelings on the PANAS (Positive and Negative Affect Schedule), a \
+questionnaire of 20 feelings: ten positive ones such as \"interested\" or \"enthusiastic\" and \
+ten negative ones such as \"upset\" or \"nervous\". You then imagined a situation chosen to \
+evoke one of eight emotions (anger, anxiety, depression, frustration, jealousy, guilt, fear or \
+embarrassment) and rated the same feelings again. The difference between your two sets of \
+ratings shows how much imagining the situation changed your positive and negative feelings. \
+In the full study, the same questions are also put to language models and their answers are \
+compared with those of people.
+
+The situation you read was imagined, not real, and was written for this demo. This was a \
+demonstration only: your answers are not part of any research data.
+
+If the situation left you with an unpleasant feeling, it usually fades quickly. Taking a short \
+break or doing something you enjoy can help.";
+
+/// (emotion, factor name, two situation texts), one factor per emotion in [`EMOTIONS`] order.
+const DEMO_SITUATIONS: [(&str, &str, [&str; 2]); 8] = [
+    (
+        "Anger",
+        "Being Pushed Aside",
+        [
+            "You have been waiting your turn at the bakery counter for ten minutes. Someone \
+             walks in, goes straight to the front, and the assistant serves them first without \
+             even glancing at you.",
+            "In a team meeting, a colleague shows the spreadsheet you spent all afternoon \
+             building and accepts the thanks for it. Nobody mentions your name.",
+        ],
+    ),
+    (
+        "Anxiety",
+        "Waiting and Uncertainty",
+        [
+            "This morning you sent your manager an email about a decision that matters a lot \
+             to you. The working day is nearly over and there is still no reply.",
+            "You have to leave for the airport in an hour, and your passport is not in any of \
+             the drawers where you usually keep it.",
+        ],
+    ),
+    (
+        "Depression",
+        "Quiet Loneliness",
+        [
+            "You planned a weekend with old friends, but one after another they cancel. You \
+             spend Saturday alone in your flat while the rain keeps falling.",
+            "You scroll through photos from the choir you used to sing in every week. It \
+             closed last year, and nothing has filled those evenings since.",
+        ],
+    ),
+    (
+        "Frustration",
+        "Wasted Effort",
+        [
+            "You spend half an hour filling in a long online form. Just before you press \
+             submit, the website logs you out and everything you typed is gone.",
+            "You follow the instructions for a new bookshelf step by step. At the very end \
+             you discover that one of the first panels was fitted the wrong way round.",
+        ],
+    ),
+    (
+        "Jealousy",
+        "Others Having More",
+        [
+            "Your closest friend has started spending most weekends with a new friend from \
+             work. Online you keep seeing pictures of the two of them on day trips.",
+            "Your neighbour proudly shows you a brand-new bicycle, the exact model you have \
+             been saving up for since spring.",
+        ],
+    ),
+    (
+        "Guilt",
+        "Letting Someone Down",
+        [
+            "You promised to water your neighbour's plants while they were away, but you \
+             forgot for several days. When they come back, a few of the plants have wilted.",
+            "Tired after a long day, you snap at your younger brother over something trivial. \
+             Later you notice that he has been quiet all evening.",
+        ],
+    ),
+    (
+        "Fear",
+        "Losing Control of the Moment",
+        [
+            "On a hiking trail, thick fog rolls in and you can no longer see the next trail \
+             marker. Your phone shows no signal.",
+            "You are on a flight when the plane suddenly jolts through turbulence and the \
+             seatbelt sign lights up with a loud chime. A few cups slide off a tray nearby.",
+        ],
+    ),
+    (
+        "Embarrassment",
+        "Small Social Slips",
+        [
+            "You wave back cheerfully at someone across the street, then realise they were \
+             waving at the person behind you.",
+            "On a video call you speak for a whole minute before a colleague tells you that \
+             your microphone has been muted the entire time.",
+        ],
+    ),
+];
+
+/// The demo study: 16 situations, two for each of the eight emotions.
+pub fn demo_study() -> DemoStudy {
+    let situations = DEMO_SITUATIONS
+        .iter()
+        .flat_map(|(emotion, factor_name, texts)| {
+            (0u32..)
+                .zip(texts.iter())
+                .map(move |(scenario_index, text)| Situation {
+                    key: situation_key(emotion, 0, scenario_index),
+                    emotion: (*emotion).to_string(),
+                    factor_index: 0,
+                    factor_name: (*factor_name).to_string(),
+                    scenario_index,
+                    text: (*text).to_string(),
+                })
+        })
+        .collect();
+    DemoStudy {
+        slug: "demo",
+        title: "EmotionBench demo: feelings in everyday situations",
+        consent_text: CONSENT_TEXT,
+        debrief_text: DEBRIEF_TEXT,
+        situation_set: "demo",
+        situations,
+    }
+}
+
+// Keeps the table above in step with the canonical emotion list at compile time.
+const _: () = {
+    let mut i = 0;
+    while i < EMOTIONS.len() {
+        let (a, b) = (EMOTIONS[i].as_bytes(), DEMO_SITUATIONS[i].0.as_bytes());
+        assert!(a.len() == b.len(), "DEMO_SITUATIONS must follow EMOTIONS");
+        let mut j = 0;
+        while j < a.len() {
+            assert!(a[j] == b[j], "DEMO_SITUATIONS must follow EMOTIONS");
+            j += 1;
+        }
+        i += 1;
+    }
+};
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::super::situation::{Situation, canonical_emotion, parse_key, parse_situations};
+    use super::*;
+
+    const DATA_DIR: &str = "/work/shared/emotionbench";
+
+    /// Upstream data, or `None` with a skip message; on CI its absence is a failure.
+    fn upstream(relative: &str) -> Option<String> {
+        let path = std::path::Path::new(DATA_DIR).join(relative);
+        match std::fs::read_to_string(&path) {
+            Ok(content) => Some(content),
+            Err(err) => {
+                if std::env::var("CI").as_deref() == Ok("true") {
+                    panic!("EmotionBench data missing on CI: {}: {err}", path.display());
+                }
+                eprintln!("skipping: {} not available ({err})", path.display());
+                None
+            }
+        }
+    }
+
+    fn words(text: &str) -> Vec<String> {
+        text.chars()
+            .map(|c| {
+                if c.is_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    ' '
+                }
+            })
+            .collect::<String>()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn shingles(text: &str, n: usize) -> HashSet<Vec<String>> {
+        words(text).windows(n).map(<[String]>::to_vec).collect()
+    }
+
+    #[test]
+    fn demo_has_two_situations_per_emotion() {
+        let study = demo_study();
+        assert_eq!(study.slug, "demo");
+        assert_eq!(study.situation_set, "demo");
+        assert_eq!(study.situations.len(), 16);
+        for emotion in EMOTIONS {
+            let of_emotion: Vec<&Situation> = study
+                .situations
+                .iter()
+                .filter(|s| s.emotion == emotion)
+                .collect();
+            assert_eq!(of_emotion.len(), 2, "{emotion}");
+            let scenarios: Vec<u32> = of_emotion.iter().map(|s| s.scenario_index).collect();
+            assert_eq!(scenarios, [0, 1], "{emotion}");
+            assert!(of_emotion.iter().all(|s| s.factor_index == 0));
+            assert_eq!(of_emotion[0].factor_name, of_emotion[1].factor_name);
+        }
+        let keys: HashSet<&str> = study.situations.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(keys.len(), 16);
+        for s in &study.situations {
+            assert_eq!(canonical_emotion(&s.emotion), Some(s.emotion.as_str()));
+            let (emotion, f, sc) = parse_key(&s.key).expect(&s.key);
+            assert_eq!(
+                (emotion, f, sc),
+                (s.emotion.as_str(), s.factor_index, s.scenario_index)
+            );
+            assert!(!s.text.trim().is_empty());
+            assert!(!s.factor_name.trim().is_empty());
+            assert!(
+                s.text.starts_with("You") || s.text.contains(" you"),
+                "{}",
+                s.text
+            );
+            assert!(!s.text.contains("  "), "stray spaces in {:?}", s.text);
+            let sentences = s.text.matches(['.', '!', '?']).count();
+            assert!((1..=3).contains(&sentences), "{}", s.text);
+        }
+    }
+
+    #[test]
+    fn demo_texts_are_plain_paragraphs() {
+        let study = demo_study();
+        for text in [study.consent_text, study.debrief_text] {
+            assert!(text.contains("\n\n"));
+            assert!(!text.contains("  "));
+            assert!(text.contains("demo"));
+        }
+        assert!(study.debrief_text.contains("PANAS"));
+        assert!(study.debrief_text.contains("imagined"));
+        assert!(!study.title.is_empty());
+    }
+
+    #[test]
+    fn demo_texts_are_not_taken_from_upstream() {
+        let mut upstream_texts: Vec<String> = Vec::new();
+        for file in ["situations.json", "derived/test_situations_175.csv"] {
+            let Some(content) = upstream(file) else {
+                return;
+            };
+            let parsed = parse_situations(&content).unwrap();
+            upstream_texts.extend(parsed.situations.into_iter().map(|s| s.text));
+        }
+        assert!(upstream_texts.len() > 400);
+        let upstream_shingles: HashSet<Vec<String>> =
+            upstream_texts.iter().flat_map(|t| shingles(t, 6)).collect();
+        for s in demo_study().situations {
+            let shared: Vec<_> = shingles(&s.text, 6)
+                .intersection(&upstream_shingles)
+                .cloned()
+                .collect();
+            assert!(
+                shared.is_empty(),
+                "{} shares {:?} with upstream",
+                s.key,
+                shared
+            );
+        }
+    }
+
+    #[test]
+    fn overlap_check_can_fail() {
+        let upstream = "You were late for the bus and had to walk all the way home.";
+        let copied = "Yesterday you were late for the bus and had to walk.";
+        assert!(!shingles(upstream, 6).is_disjoint(&shingles(copied, 6)));
+    }
+}

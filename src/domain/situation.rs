@@ -1,0 +1,1134 @@
+//! Emotion-evoking situations of EmotionBench and the importers for their three file formats.
+//!
+//! A situation is identified by a stable key such as `Anger-0_scenario-3` (emotion, 0-based
+//! factor position, 0-based scenario position), the scheme used by the upstream result files.
+//! The importers are pure: they take the file content and never touch the file system, so the
+//! caller adds the file name to an [`ImportError`].
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ImportError;
+
+/// The eight emotions of EmotionBench, in the paper's order.
+pub const EMOTIONS: [&str; 8] = [
+    "Anger",
+    "Anxiety",
+    "Depression",
+    "Frustration",
+    "Jealousy",
+    "Guilt",
+    "Fear",
+    "Embarrassment",
+];
+
+/// Exact name match, case-insensitive, returning the canonical spelling.
+pub fn canonical_emotion(name: &str) -> Option<&'static str> {
+    EMOTIONS
+        .iter()
+        .copied()
+        .find(|emotion| emotion.eq_ignore_ascii_case(name))
+}
+
+/// One situation that participants (human or LLM) imagine before rating their feelings again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Situation {
+    /// Stable key, e.g. `"Anger-0_scenario-3"`.
+    pub key: String,
+    /// Canonical emotion name, one of [`EMOTIONS`].
+    pub emotion: String,
+    /// 0-based position of the factor within the emotion.
+    pub factor_index: u32,
+    pub factor_name: String,
+    /// 0-based position of the scenario within the factor.
+    pub scenario_index: u32,
+    pub text: String,
+}
+
+/// The file formats [`parse_situations`] understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SituationFormat {
+    /// Upstream `situations.json`: emotions → factors → scenarios.
+    EmotionBenchJson,
+    /// Upstream `situations/situations.csv`: one column per factor (`Anger-0`, …).
+    EmotionBenchWideCsv,
+    /// One row per situation with `key`, `emotion`, `factor`/`factor_name` and `text` columns.
+    TidyCsv,
+}
+
+impl SituationFormat {
+    /// Human-readable name, for messages and reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::EmotionBenchJson => "EmotionBench JSON",
+            Self::EmotionBenchWideCsv => "EmotionBench wide CSV",
+            Self::TidyCsv => "tidy CSV",
+        }
+    }
+}
+
+impl std::fmt::Display for SituationFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A parsed situation file; the order of `situations` is the order of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SituationFile {
+    pub format: SituationFormat,
+    pub situations: Vec<Situation>,
+}
+
+/// Builds the key of a situation: `situation_key("Anger", 0, 3) == "Anger-0_scenario-3"`.
+///
+/// A known emotion is written in its canonical spelling so that keys stay comparable.
+pub fn situation_key(emotion: &str, factor_index: u32, scenario_index: u32) -> String {
+    let emotion = canonical_emotion(emotion).unwrap_or(emotion);
+    format!("{emotion}-{factor_index}_scenario-{scenario_index}")
+}
+
+/// Inverse of [`situation_key`]: `Some((canonical emotion, factor, scenario))` or `None`.
+///
+/// Strict on purpose (canonical emotion spelling, no sign, no leading zeros): a key is an
+/// identifier, so only strings that `situation_key` can produce are accepted.
+pub fn parse_key(key: &str) -> Option<(&'static str, u32, u32)> {
+    let (head, scenario) = key.split_once("_scenario-")?;
+    let (emotion, factor) = head.rsplit_once('-')?;
+    let emotion = EMOTIONS.iter().copied().find(|known| *known == emotion)?;
+    Some((
+        emotion,
+        parse_plain_u32(factor)?,
+        parse_plain_u32(scenario)?,
+    ))
+}
+
+/// Parses a situation file, detecting its format from the content (not the file name).
+///
+/// The first non-whitespace character `{` or `[` means JSON. Otherwise the content is CSV:
+/// a header with `key` and `text` columns is tidy, a header whose cells all look like
+/// `Emotion-N` is wide. Texts and names are trimmed; everything else is kept as in the file.
+pub fn parse_situations(content: &str) -> Result<SituationFile, ImportError> {
+    let content = content.strip_prefix('\u{feff}').unwrap_or(content);
+    match content.trim_start().chars().next() {
+        None => Err(ImportError::new("line 1", "the file is empty")),
+        Some('{' | '[') => parse_json(content),
+        Some(_) => parse_csv(content),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers
+
+/// Digits only, no leading zeros: the form `situation_key` writes.
+fn parse_plain_u32(digits: &str) -> Option<u32> {
+    if digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || (digits.len() > 1 && digits.starts_with('0'))
+    {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn to_u32(index: usize, location: impl Into<String>) -> Result<u32, ImportError> {
+    u32::try_from(index).map_err(|_| ImportError::new(location, "too many entries"))
+}
+
+fn known_emotions() -> String {
+    EMOTIONS.join(", ")
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+#[derive(Deserialize)]
+struct JsonRoot {
+    emotions: Vec<JsonEmotion>,
+}
+
+#[derive(Deserialize)]
+struct JsonEmotion {
+    name: String,
+    factors: Vec<JsonFactor>,
+}
+
+#[derive(Deserialize)]
+struct JsonFactor {
+    name: String,
+    scenarios: Vec<String>,
+}
+
+fn parse_json(content: &str) -> Result<SituationFile, ImportError> {
+    let root: JsonRoot = serde_json::from_str(content).map_err(json_error)?;
+    let mut situations = Vec::new();
+    let mut seen: Vec<&'static str> = Vec::new();
+    for emotion in &root.emotions {
+        let name = emotion.name.trim();
+        let emotion_location = format!("emotion {name:?}");
+        let canonical = canonical_emotion(name).ok_or_else(|| {
+            ImportError::new(
+                &emotion_location,
+                format!("unknown emotion; expected one of {}", known_emotions()),
+            )
+        })?;
+        // A second entry would silently produce the same keys as the first.
+        if seen.contains(&canonical) {
+            return Err(ImportError::new(
+                emotion_location,
+                "emotion is listed twice",
+            ));
+        }
+        seen.push(canonical);
+        for (f, factor) in emotion.factors.iter().enumerate() {
+            let factor_location = format!("emotion {canonical:?}, factor {f}");
+            let factor_index = to_u32(f, &factor_location)?;
+            let factor_name = factor.name.trim();
+            if factor_name.is_empty() {
+                return Err(ImportError::new(factor_location, "empty factor name"));
+            }
+            for (s, text) in factor.scenarios.iter().enumerate() {
+                let location = format!("{factor_location}, scenario {s}");
+                let scenario_index = to_u32(s, &location)?;
+                let text = text.trim();
+                if text.is_empty() {
+                    return Err(ImportError::new(location, "empty situation text"));
+                }
+                situations.push(Situation {
+                    key: situation_key(canonical, factor_index, scenario_index),
+                    emotion: canonical.to_string(),
+                    factor_index,
+                    factor_name: factor_name.to_string(),
+                    scenario_index,
+                    text: text.to_string(),
+                });
+            }
+        }
+    }
+    if situations.is_empty() {
+        return Err(ImportError::new(
+            "emotions",
+            "no situations: every emotion has an empty factor or scenario list",
+        ));
+    }
+    Ok(SituationFile {
+        format: SituationFormat::EmotionBenchJson,
+        situations,
+    })
+}
+
+fn json_error(err: serde_json::Error) -> ImportError {
+    let message = err.to_string();
+    // serde_json appends the position to its message; it goes into `location` instead.
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    let detail = message.strip_suffix(&suffix).unwrap_or(&message);
+    let location = if err.line() == 0 {
+        "JSON".to_string()
+    } else {
+        format!("line {}, column {}", err.line(), err.column())
+    };
+    let reason = match err.classify() {
+        serde_json::error::Category::Data => format!(
+            "unexpected structure: {detail} (expected {{\"emotions\":[{{\"name\", \"factors\":[{{\"name\", \"scenarios\":[text, ...]}}]}}]}})"
+        ),
+        _ => format!("invalid JSON: {detail}"),
+    };
+    ImportError::new(location, reason)
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV
+
+type Records<'a> = csv::StringRecordsIntoIter<&'a [u8]>;
+
+fn parse_csv(content: &str) -> Result<SituationFile, ImportError> {
+    // Flexible: ragged rows get their own, clearer messages below.
+    let mut records = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(content.as_bytes())
+        .into_records();
+    let header = match records.next() {
+        None => return Err(ImportError::new("line 1", "the file is empty")),
+        Some(record) => record.map_err(csv_error)?,
+    };
+    let names: Vec<String> = header.iter().map(|cell| cell.trim().to_string()).collect();
+    let has = |wanted: &str| names.iter().any(|name| name.eq_ignore_ascii_case(wanted));
+
+    if has("key") && has("text") {
+        return parse_tidy(&names, records);
+    }
+    if !names.is_empty() && names.iter().all(|name| split_wide_column(name).is_some()) {
+        return parse_wide(&names, records);
+    }
+    // Probably a tidy file with a column missing: naming it helps more than "unknown format".
+    if ["key", "text", "emotion", "factor", "factor_name"]
+        .iter()
+        .any(|name| has(name))
+    {
+        return parse_tidy(&names, records);
+    }
+    Err(ImportError::new(
+        "line 1",
+        "unrecognised header: expected a tidy CSV (columns key, emotion, factor, text) \
+         or a wide EmotionBench CSV (columns Anger-0, Anger-1, ...)",
+    ))
+}
+
+fn record_line(record: &csv::StringRecord) -> u64 {
+    record.position().map_or(0, csv::Position::line)
+}
+
+fn csv_error(err: csv::Error) -> ImportError {
+    let location = err
+        .position()
+        .map_or_else(|| "CSV".to_string(), |pos| format!("line {}", pos.line()));
+    ImportError::new(location, format!("invalid CSV: {err}"))
+}
+
+/// `"Anger-0"` → `Some(("Anger", "0"))`: letters, a dash, digits.
+fn split_wide_column(name: &str) -> Option<(&str, &str)> {
+    let (emotion, index) = name.rsplit_once('-')?;
+    let looks_right = !emotion.is_empty()
+        && emotion.chars().all(|c| c.is_ascii_alphabetic())
+        && !index.is_empty()
+        && index.chars().all(|c| c.is_ascii_digit());
+    looks_right.then_some((emotion, index))
+}
+
+struct WideColumn<'h> {
+    header: &'h str,
+    emotion: &'static str,
+    factor_index: u32,
+    factor_name: String,
+    texts: Vec<String>,
+    /// Line of the first empty cell: anything below it would be a gap.
+    ended_at: Option<u64>,
+}
+
+fn parse_wide(names: &[String], mut records: Records<'_>) -> Result<SituationFile, ImportError> {
+    let mut columns: Vec<WideColumn<'_>> = Vec::with_capacity(names.len());
+    for name in names {
+        let location = format!("line 1, column {name:?}");
+        let (emotion, index) = split_wide_column(name)
+            .ok_or_else(|| ImportError::new(&location, "expected a column named Emotion-N"))?;
+        let emotion = canonical_emotion(emotion).ok_or_else(|| {
+            ImportError::new(
+                &location,
+                format!(
+                    "unknown emotion column; expected one of {}",
+                    known_emotions()
+                ),
+            )
+        })?;
+        let factor_index: u32 = index
+            .parse()
+            .map_err(|_| ImportError::new(&location, "factor number is too large"))?;
+        if columns
+            .iter()
+            .any(|c| c.emotion == emotion && c.factor_index == factor_index)
+        {
+            return Err(ImportError::new(location, "duplicate column"));
+        }
+        columns.push(WideColumn {
+            header: name,
+            emotion,
+            factor_index,
+            factor_name: String::new(),
+            texts: Vec::new(),
+            ended_at: None,
+        });
+    }
+
+    let factor_row = match records.next() {
+        None => {
+            return Err(ImportError::new(
+                "line 2",
+                "missing the row of factor names below the header",
+            ));
+        }
+        Some(record) => record.map_err(csv_error)?,
+    };
+    let line = record_line(&factor_row);
+    check_row_width(&factor_row, columns.len(), line)?;
+    for (i, column) in columns.iter_mut().enumerate() {
+        let factor_name = factor_row.get(i).unwrap_or("").trim();
+        if factor_name.is_empty() {
+            return Err(ImportError::new(
+                format!("line {line}, column {:?}", column.header),
+                "empty factor name",
+            ));
+        }
+        column.factor_name = factor_name.to_string();
+    }
+
+    for record in records {
+        let record = record.map_err(csv_error)?;
+        let line = record_line(&record);
+        check_row_width(&record, columns.len(), line)?;
+        for (i, column) in columns.iter_mut().enumerate() {
+            let text = record.get(i).unwrap_or("").trim();
+            match (text.is_empty(), column.ended_at) {
+                (true, None) => column.ended_at = Some(line),
+                (true, Some(_)) => {}
+                (false, Some(empty_line)) => {
+                    return Err(ImportError::new(
+                        format!("line {line}, column {:?}", column.header),
+                        format!(
+                            "gap in the column: this cell follows an empty cell at line {empty_line}"
+                        ),
+                    ));
+                }
+                (false, None) => column.texts.push(text.to_string()),
+            }
+        }
+    }
+
+    let mut situations = Vec::new();
+    for column in columns {
+        for (s, text) in column.texts.into_iter().enumerate() {
+            let scenario_index = to_u32(s, format!("column {:?}", column.header))?;
+            situations.push(Situation {
+                key: situation_key(column.emotion, column.factor_index, scenario_index),
+                emotion: column.emotion.to_string(),
+                factor_index: column.factor_index,
+                factor_name: column.factor_name.clone(),
+                scenario_index,
+                text,
+            });
+        }
+    }
+    if situations.is_empty() {
+        return Err(ImportError::new(
+            "line 3",
+            "no situations below the row of factor names",
+        ));
+    }
+    Ok(SituationFile {
+        format: SituationFormat::EmotionBenchWideCsv,
+        situations,
+    })
+}
+
+fn check_row_width(record: &csv::StringRecord, width: usize, line: u64) -> Result<(), ImportError> {
+    if record.len() > width {
+        return Err(ImportError::new(
+            format!("line {line}"),
+            format!(
+                "row has {} cells but the header has {width} columns (check the quoting of commas)",
+                record.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Column positions of a tidy CSV, with the header spellings for error messages.
+struct TidyColumns<'h> {
+    key: (usize, &'h str),
+    emotion: (usize, &'h str),
+    factor: (usize, &'h str),
+    text: (usize, &'h str),
+    factor_index: Option<(usize, &'h str)>,
+    scenario_index: Option<(usize, &'h str)>,
+}
+
+fn find_tidy_columns(names: &[String]) -> Result<TidyColumns<'_>, ImportError> {
+    let find = |wanted: &str| -> Result<Option<(usize, &str)>, ImportError> {
+        let mut found = names
+            .iter()
+            .enumerate()
+            .filter(|(_, name)| name.eq_ignore_ascii_case(wanted));
+        let first = found.next();
+        if let Some((_, name)) = found.next() {
+            return Err(ImportError::new(
+                format!("line 1, column {name:?}"),
+                "duplicate column",
+            ));
+        }
+        Ok(first.map(|(i, name)| (i, name.as_str())))
+    };
+    let key = find("key")?;
+    let emotion = find("emotion")?;
+    // `factor_name` wins because a file may use `factor` for something else, e.g. the index.
+    let factor = match find("factor_name")? {
+        Some(found) => Some(found),
+        None => find("factor")?,
+    };
+    let text = find("text")?;
+    let missing: Vec<&str> = [
+        (key.is_none(), "\"key\""),
+        (emotion.is_none(), "\"emotion\""),
+        (factor.is_none(), "\"factor\" (or \"factor_name\")"),
+        (text.is_none(), "\"text\""),
+    ]
+    .iter()
+    .filter(|(absent, _)| *absent)
+    .map(|(_, name)| *name)
+    .collect();
+    match (key, emotion, factor, text) {
+        (Some(key), Some(emotion), Some(factor), Some(text)) => Ok(TidyColumns {
+            key,
+            emotion,
+            factor,
+            text,
+            factor_index: find("factor_index")?,
+            scenario_index: find("scenario_index")?,
+        }),
+        _ => Err(ImportError::new(
+            "line 1",
+            format!("missing required column {}", missing.join(", ")),
+        )),
+    }
+}
+
+fn valid_key(key: &str) -> bool {
+    (1..=100).contains(&key.len())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// An index cell: `Ok(None)` when the column is absent or the cell empty.
+fn index_cell(
+    record: &csv::StringRecord,
+    column: Option<(usize, &str)>,
+    line: u64,
+) -> Result<Option<u32>, ImportError> {
+    let Some((i, name)) = column else {
+        return Ok(None);
+    };
+    let cell = record.get(i).unwrap_or("").trim();
+    if cell.is_empty() {
+        return Ok(None);
+    }
+    cell.parse().map(Some).map_err(|_| {
+        ImportError::new(
+            format!("line {line}, column {name:?}"),
+            format!("{cell:?} is not a non-negative integer"),
+        )
+    })
+}
+
+fn parse_tidy(names: &[String], records: Records<'_>) -> Result<SituationFile, ImportError> {
+    let cols = find_tidy_columns(names)?;
+    let at = |line: u64, column: &str| format!("line {line}, column {column:?}");
+
+    let mut situations = Vec::new();
+    let mut key_lines: HashMap<String, u64> = HashMap::new();
+    let mut positions: HashMap<(&'static str, u32, u32), (String, u64)> = HashMap::new();
+    let mut factor_names: HashMap<(&'static str, u32), (String, u64)> = HashMap::new();
+    let mut factor_by_name: HashMap<(&'static str, String), u32> = HashMap::new();
+    let mut next_factor: HashMap<&'static str, u32> = HashMap::new();
+    let mut running: HashMap<(&'static str, u32), u32> = HashMap::new();
+
+    for record in records {
+        let record = record.map_err(csv_error)?;
+        let line = record_line(&record);
+        // Spreadsheet exports often end with rows of empty cells.
+        if record.iter().all(|cell| cell.trim().is_empty()) {
+            continue;
+        }
+        if record.len() != names.len() {
+            return Err(ImportError::new(
+                format!("line {line}"),
+                format!(
+                    "row has {} cells but the header has {} columns (check the quoting of commas)",
+                    record.len(),
+                    names.len()
+                ),
+            ));
+        }
+        let cell = |(i, _): (usize, &str)| record.get(i).unwrap_or("").trim();
+
+        let key = cell(cols.key);
+        if !valid_key(key) {
+            return Err(ImportError::new(
+                at(line, cols.key.1),
+                format!("invalid key {key:?}: use 1 to 100 characters among A-Z a-z 0-9 . _ -"),
+            ));
+        }
+        let emotion_cell = cell(cols.emotion);
+        let emotion = canonical_emotion(emotion_cell).ok_or_else(|| {
+            ImportError::new(
+                at(line, cols.emotion.1),
+                format!(
+                    "unknown emotion {emotion_cell:?}; expected one of {}",
+                    known_emotions()
+                ),
+            )
+        })?;
+        let factor_name = cell(cols.factor);
+        if factor_name.is_empty() {
+            return Err(ImportError::new(
+                at(line, cols.factor.1),
+                "empty factor name",
+            ));
+        }
+        let text = cell(cols.text);
+        if text.is_empty() {
+            return Err(ImportError::new(
+                at(line, cols.text.1),
+                "empty situation text",
+            ));
+        }
+
+        // An EmotionBench-style key carries the position; it must not contradict the columns.
+        let from_key = parse_key(key);
+        if let Some((key_emotion, _, _)) = from_key
+            && key_emotion != emotion
+        {
+            return Err(ImportError::new(
+                at(line, cols.emotion.1),
+                format!("key {key:?} belongs to {key_emotion}, but the row says {emotion}"),
+            ));
+        }
+        let explicit_factor = index_cell(&record, cols.factor_index, line)?;
+        let explicit_scenario = index_cell(&record, cols.scenario_index, line)?;
+        if let (Some((_, f, s)), Some((_, f_name))) = (from_key, cols.factor_index)
+            && explicit_factor.is_some_and(|explicit| explicit != f)
+        {
+            return Err(ImportError::new(
+                at(line, f_name),
+                format!("key {key:?} says factor {f}, scenario {s}; the column disagrees"),
+            ));
+        }
+        if let (Some((_, f, s)), Some((_, s_name))) = (from_key, cols.scenario_index)
+            && explicit_scenario.is_some_and(|explicit| explicit != s)
+        {
+            return Err(ImportError::new(
+                at(line, s_name),
+                format!("key {key:?} says factor {f}, scenario {s}; the column disagrees"),
+            ));
+        }
+
+        let factor_index = match (explicit_factor, from_key) {
+            (Some(f), _) | (None, Some((_, f, _))) => f,
+            (None, None) => match factor_by_name.get(&(emotion, factor_name.to_string())) {
+                Some(&f) => f,
+                None => next_factor.get(emotion).copied().unwrap_or(0),
+            },
+        };
+        factor_by_name
+            .entry((emotion, factor_name.to_string()))
+            .or_insert(factor_index);
+        let next = factor_index
+            .checked_add(1)
+            .ok_or_else(|| ImportError::new(format!("line {line}"), "factor index is too large"))?;
+        let slot = next_factor.entry(emotion).or_insert(0);
+        *slot = (*slot).max(next);
+
+        match factor_names.get(&(emotion, factor_index)) {
+            Some((known, first_line)) if known != factor_name => {
+                return Err(ImportError::new(
+                    at(line, cols.factor.1),
+                    format!(
+                        "factor {factor_index} of {emotion} is named {known:?} at line {first_line} \
+                         but {factor_name:?} here"
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                factor_names.insert((emotion, factor_index), (factor_name.to_string(), line));
+            }
+        }
+
+        let seen_in_factor = running.entry((emotion, factor_index)).or_insert(0);
+        let scenario_index = match (explicit_scenario, from_key) {
+            (Some(s), _) | (None, Some((_, _, s))) => s,
+            (None, None) => *seen_in_factor,
+        };
+        *seen_in_factor = seen_in_factor.saturating_add(1);
+
+        if let Some(first_line) = key_lines.get(key) {
+            return Err(ImportError::new(
+                at(line, cols.key.1),
+                format!("duplicate key {key:?} (first at line {first_line})"),
+            ));
+        }
+        key_lines.insert(key.to_string(), line);
+        // Two rows in the same place would be merged by any per-factor analysis.
+        if let Some((other_key, other_line)) =
+            positions.get(&(emotion, factor_index, scenario_index))
+        {
+            return Err(ImportError::new(
+                format!("line {line}"),
+                format!(
+                    "emotion {emotion}, factor {factor_index}, scenario {scenario_index} \
+                     is already used by key {other_key:?} at line {other_line}"
+                ),
+            ));
+        }
+        positions.insert(
+            (emotion, factor_index, scenario_index),
+            (key.to_string(), line),
+        );
+
+        situations.push(Situation {
+            key: key.to_string(),
+            emotion: emotion.to_string(),
+            factor_index,
+            factor_name: factor_name.to_string(),
+            scenario_index,
+            text: text.to_string(),
+        });
+    }
+    if situations.is_empty() {
+        return Err(ImportError::new(
+            "line 2",
+            "no situations: the file has a header but no rows",
+        ));
+    }
+    Ok(SituationFile {
+        format: SituationFormat::TidyCsv,
+        situations,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    const DATA_DIR: &str = "/work/shared/emotionbench";
+
+    /// Upstream data, or `None` with a skip message; on CI its absence is a failure.
+    fn upstream(relative: &str) -> Option<String> {
+        let path = std::path::Path::new(DATA_DIR).join(relative);
+        match std::fs::read_to_string(&path) {
+            Ok(content) => Some(content),
+            Err(err) => {
+                if std::env::var("CI").as_deref() == Ok("true") {
+                    panic!("EmotionBench data missing on CI: {}: {err}", path.display());
+                }
+                eprintln!("skipping: {} not available ({err})", path.display());
+                None
+            }
+        }
+    }
+
+    /// Parses content that must be rejected and checks where the error points.
+    fn rejects(content: &str, location: &str, reason: &str) -> ImportError {
+        let err = match parse_situations(content) {
+            Ok(file) => panic!("accepted {content:?}: {file:?}"),
+            Err(err) => err,
+        };
+        assert!(
+            err.location.contains(location),
+            "location {:?} lacks {location:?} ({err})",
+            err.location
+        );
+        assert!(
+            err.reason.contains(reason),
+            "reason {:?} lacks {reason:?}",
+            err.reason
+        );
+        err
+    }
+
+    #[test]
+    fn real_json() {
+        let Some(content) = upstream("situations.json") else {
+            return;
+        };
+        let file = parse_situations(&content).unwrap();
+        assert_eq!(file.format, SituationFormat::EmotionBenchJson);
+        let s = &file.situations;
+        assert_eq!(s.len(), 428);
+        let emotions: Vec<&str> = s.iter().map(|x| x.emotion.as_str()).collect();
+        let mut order = emotions.clone();
+        order.dedup();
+        assert_eq!(order, EMOTIONS);
+        let factors: HashSet<(&str, u32)> = s
+            .iter()
+            .map(|x| (x.emotion.as_str(), x.factor_index))
+            .collect();
+        assert_eq!(factors.len(), 36);
+        let texts: HashSet<&str> = s.iter().map(|x| x.text.as_str()).collect();
+        assert_eq!(texts.len(), 425);
+        let keys: HashSet<&str> = s.iter().map(|x| x.key.as_str()).collect();
+        assert_eq!(keys.len(), 428);
+        assert_eq!(s[0].key, "Anger-0_scenario-0");
+        assert_eq!(s[0].factor_name, "Facing Self-Opinioned People");
+        assert!(s.iter().all(|x| x.text == x.text.trim()));
+        for x in s {
+            assert_eq!(
+                parse_key(&x.key),
+                Some((x.emotion.as_str(), x.factor_index, x.scenario_index))
+            );
+        }
+    }
+
+    #[test]
+    fn real_wide_csv_equals_json() {
+        let (Some(json), Some(csv)) = (
+            upstream("situations.json"),
+            upstream("situations/situations.csv"),
+        ) else {
+            return;
+        };
+        let from_json = parse_situations(&json).unwrap();
+        let from_csv = parse_situations(&csv).unwrap();
+        assert_eq!(from_csv.format, SituationFormat::EmotionBenchWideCsv);
+        assert_eq!(from_csv.situations.len(), 428);
+        assert_eq!(from_csv.situations, from_json.situations);
+    }
+
+    #[test]
+    fn real_tidy_175() {
+        let Some(content) = upstream("derived/test_situations_175.csv") else {
+            return;
+        };
+        let file = parse_situations(&content).unwrap();
+        assert_eq!(file.format, SituationFormat::TidyCsv);
+        assert_eq!(file.situations.len(), 175);
+        let mut reader = csv::Reader::from_reader(content.as_bytes());
+        let file_keys: Vec<String> = reader
+            .records()
+            .map(|r| r.unwrap().get(0).unwrap().to_string())
+            .collect();
+        let keys: Vec<String> = file.situations.iter().map(|s| s.key.clone()).collect();
+        assert_eq!(keys, file_keys);
+        assert_eq!(keys[0], "Anger-0_scenario-0");
+        assert_eq!(
+            file.situations[0].factor_name,
+            "Facing Self-Opinioned People"
+        );
+        // The tested situations sit under the same factors as in the full dataset.
+        if let Some(json) = upstream("situations.json") {
+            let all = parse_situations(&json).unwrap().situations;
+            for s in &file.situations {
+                let full = all.iter().find(|x| x.key == s.key).expect(&s.key);
+                assert_eq!(full.factor_name, s.factor_name, "{}", s.key);
+            }
+        }
+    }
+
+    #[test]
+    fn detects_json() {
+        let json = r#"{"emotions":[{"name":"anger","factors":[
+            {"name":"Queues","scenarios":["  You wait. ","You wait more."]},
+            {"name":"Noise","scenarios":["You hear a drill."]}]},
+            {"name":"Fear","factors":[{"name":"Dark","scenarios":["The light goes out."]}]}]}"#;
+        let file = parse_situations(&format!("\u{feff}\n {json}")).unwrap();
+        assert_eq!(file.format, SituationFormat::EmotionBenchJson);
+        let keys: Vec<&str> = file.situations.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "Anger-0_scenario-0",
+                "Anger-0_scenario-1",
+                "Anger-1_scenario-0",
+                "Fear-0_scenario-0"
+            ]
+        );
+        assert_eq!(file.situations[0].text, "You wait.");
+        assert_eq!(file.situations[0].emotion, "Anger");
+        assert_eq!(file.situations[2].factor_name, "Noise");
+    }
+
+    #[test]
+    fn detects_wide_csv() {
+        let csv = "\u{feff}Anger-0,Fear-0,Anger-1\r\n\
+                   Queues,Dark,Noise\r\n\
+                   You wait.,\"The light goes out, suddenly.\",You hear a drill.\r\n\
+                   You wait more.,,\r\n\
+                   ,,\r\n";
+        let file = parse_situations(csv).unwrap();
+        assert_eq!(file.format, SituationFormat::EmotionBenchWideCsv);
+        let got: Vec<(&str, &str, &str)> = file
+            .situations
+            .iter()
+            .map(|s| (s.key.as_str(), s.factor_name.as_str(), s.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Anger-0_scenario-0", "Queues", "You wait."),
+                ("Anger-0_scenario-1", "Queues", "You wait more."),
+                ("Fear-0_scenario-0", "Dark", "The light goes out, suddenly."),
+                ("Anger-1_scenario-0", "Noise", "You hear a drill."),
+            ]
+        );
+        assert_eq!(file.situations[3].factor_index, 1);
+    }
+
+    #[test]
+    fn detects_tidy_csv_with_derived_indices() {
+        let csv = "text,factor,emotion,key,comment\n\
+                   You wait.,Queues,anger,a1,x\n\
+                   You hear a drill.,Noise,Anger,a2,\n\
+                   \"You wait, again.\",Queues,Anger,a3,\n\
+                   The light goes out.,Dark,Fear,f1,\n";
+        let file = parse_situations(csv).unwrap();
+        assert_eq!(file.format, SituationFormat::TidyCsv);
+        let got: Vec<(&str, &str, u32, u32, &str)> = file
+            .situations
+            .iter()
+            .map(|s| {
+                (
+                    s.key.as_str(),
+                    s.emotion.as_str(),
+                    s.factor_index,
+                    s.scenario_index,
+                    s.text.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a1", "Anger", 0, 0, "You wait."),
+                ("a2", "Anger", 1, 0, "You hear a drill."),
+                ("a3", "Anger", 0, 1, "You wait, again."),
+                ("f1", "Fear", 0, 0, "The light goes out."),
+            ]
+        );
+    }
+
+    #[test]
+    fn tidy_indices_from_columns_and_keys() {
+        let csv = "key,emotion,factor_name,factor_index,scenario_index,text\n\
+                   Guilt-2_scenario-4,Guilt,Promises,,,You forgot.\n\
+                   g-x,Guilt,Promises,2,7,You forgot again.\n\
+                   g-y,Guilt,Lies,,,You fibbed.\n";
+        let file = parse_situations(csv).unwrap();
+        let got: Vec<(u32, u32)> = file
+            .situations
+            .iter()
+            .map(|s| (s.factor_index, s.scenario_index))
+            .collect();
+        // "Lies" is new in Guilt, so it takes the next free factor position.
+        assert_eq!(got, [(2, 4), (2, 7), (3, 0)]);
+    }
+
+    #[test]
+    fn malformed_json() {
+        rejects(
+            "{\"emotions\": [\n{\"name\": \"Anger\",,}]}",
+            "line 2, column",
+            "invalid JSON",
+        );
+        rejects("{\"emotions\": [", "line 1, column", "invalid JSON");
+        rejects("[1, 2]", "line 1", "unexpected structure");
+        rejects("{\"emotion\": []}", "line 1", "emotions");
+        rejects(
+            r#"{"emotions":[{"name":"Angst","factors":[]}]}"#,
+            "emotion \"Angst\"",
+            "unknown emotion",
+        );
+        rejects(
+            r#"{"emotions":[{"name":"Anger","factors":[{"name":"A","scenarios":["x"]},{"name":"B","scenarios":["y","  ",""]}]}]}"#,
+            "emotion \"Anger\", factor 1, scenario 1",
+            "empty situation text",
+        );
+        rejects(
+            r#"{"emotions":[{"name":"Fear","factors":[{"name":" ","scenarios":["x"]}]}]}"#,
+            "emotion \"Fear\", factor 0",
+            "empty factor name",
+        );
+        rejects(
+            r#"{"emotions":[{"name":"Fear","factors":[{"name":"A","scenarios":["x"]}]},{"name":"fear","factors":[]}]}"#,
+            "emotion \"fear\"",
+            "twice",
+        );
+        rejects(r#"{"emotions":[]}"#, "emotions", "no situations");
+    }
+
+    #[test]
+    fn malformed_csv() {
+        rejects("", "line 1", "empty");
+        rejects(" \n\t\n", "line 1", "empty");
+        rejects("\u{feff}", "line 1", "empty");
+        rejects("foo,bar\n1,2\n", "line 1", "unrecognised header");
+        // Tidy.
+        rejects(
+            "key,emotion,factor\nk,Anger,F\n",
+            "line 1",
+            "missing required column \"text\"",
+        );
+        rejects(
+            "key,text\nk,You wait.\n",
+            "line 1",
+            "\"emotion\", \"factor\" (or \"factor_name\")",
+        );
+        rejects(
+            "key,emotion,factor,text\nk1,Anger,F,ok\nk2,Angst,F,You wait.\n",
+            "line 3, column \"emotion\"",
+            "unknown emotion \"Angst\"",
+        );
+        rejects(
+            "key,emotion,factor,text\nk1,Anger,F,ok\nk2,Anger,F,\"  \"\n",
+            "line 3, column \"text\"",
+            "empty situation text",
+        );
+        rejects(
+            "key,emotion,factor,text\nk1,Anger,,ok\n",
+            "line 2, column \"factor\"",
+            "empty factor name",
+        );
+        rejects(
+            "key,emotion,factor,text\nk1,Anger,F,a\nk2,Anger,F,b\nk1,Fear,G,c\n",
+            "line 4, column \"key\"",
+            "duplicate key \"k1\" (first at line 2)",
+        );
+        rejects(
+            "key,emotion,factor_name,factor_index,text\nk1,Anger,F,0,a\nk2,Anger,G,0,b\n",
+            "line 3, column \"factor_name\"",
+            "named \"F\" at line 2 but \"G\"",
+        );
+        rejects(
+            "key,emotion,factor,text\nAnger-0_scenario-0,Anger,F,a\nAnger-0_scenario-1,Anger,G,b\n",
+            "line 3",
+            "named \"F\"",
+        );
+        rejects(
+            "key,emotion,factor,text\nbad key!,Anger,F,a\n",
+            "line 2, column \"key\"",
+            "invalid key",
+        );
+        rejects(
+            &format!("key,emotion,factor,text\n{},Anger,F,a\n", "k".repeat(101)),
+            "line 2, column \"key\"",
+            "invalid key",
+        );
+        rejects(
+            "key,emotion,factor,scenario_index,text\nk,Anger,F,two,a\n",
+            "line 2, column \"scenario_index\"",
+            "not a non-negative integer",
+        );
+        rejects(
+            "key,emotion,factor,factor_index,text\nk,Anger,F,-1,a\n",
+            "line 2, column \"factor_index\"",
+            "not a non-negative integer",
+        );
+        rejects(
+            "key,emotion,factor,text\nk,Anger,F,You wait, then leave.\n",
+            "line 2",
+            "row has 5 cells",
+        );
+        rejects(
+            "key,emotion,factor,text\nFear-0_scenario-0,Anger,F,a\n",
+            "line 2, column \"emotion\"",
+            "belongs to Fear",
+        );
+        rejects(
+            "key,emotion,factor,factor_index,text\nAnger-1_scenario-0,Anger,F,0,a\n",
+            "line 2, column \"factor_index\"",
+            "disagrees",
+        );
+        rejects(
+            "key,emotion,factor,factor_index,scenario_index,text\nx,Anger,F,0,0,a\ny,Anger,F,0,0,b\n",
+            "line 3",
+            "already used by key \"x\" at line 2",
+        );
+        rejects(
+            "key,Key,emotion,factor,text\n",
+            "line 1, column \"Key\"",
+            "duplicate column",
+        );
+        rejects("key,emotion,factor,text\n", "line 2", "no situations");
+        rejects("key,emotion,factor,text\n,,,\n", "line 2", "no situations");
+        // Wide.
+        rejects(
+            "Anger-0,Angst-0\nF,G\na,b\n",
+            "line 1, column \"Angst-0\"",
+            "unknown emotion column",
+        );
+        rejects(
+            "Anger-0,Fear-0\nF,G\na,b\n,c\nd,\n",
+            "line 5, column \"Anger-0\"",
+            "gap in the column: this cell follows an empty cell at line 4",
+        );
+        rejects(
+            "Anger-0,Fear-0\nF,\na,b\n",
+            "line 2, column \"Fear-0\"",
+            "empty factor name",
+        );
+        rejects(
+            "Anger-0,anger-0\nF,G\na,b\n",
+            "column \"anger-0\"",
+            "duplicate column",
+        );
+        rejects("Anger-0,Fear-0\nF,G\na,b,c\n", "line 3", "row has 3 cells");
+        rejects("Anger-0,Fear-0\n", "line 2", "factor names");
+        rejects("Anger-0,Fear-0\nF,G\n,\n", "line 3", "no situations");
+        rejects(
+            "Anger-99999999999,Fear-0\nF,G\na,b\n",
+            "column \"Anger-99999999999\"",
+            "too large",
+        );
+    }
+
+    #[test]
+    fn wide_short_rows_are_empty_cells() {
+        let file = parse_situations("Anger-0,Fear-0\nF,G\na,b\nc\n").unwrap();
+        let keys: Vec<&str> = file.situations.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "Anger-0_scenario-0",
+                "Anger-0_scenario-1",
+                "Fear-0_scenario-0"
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let samples = [
+            "\"",
+            "{",
+            "[",
+            "]",
+            ",",
+            "\n\n,",
+            "\"a\nb",
+            "key,text\n\"unterminated",
+            "Anger-0\n\"",
+            "key,text,emotion,factor\n\u{0}\u{1},\u{feff},x,y",
+            "{\"emotions\":[{\"name\":\"Anger\",\"factors\":[{\"name\":\"x\",\"scenarios\":[1]}]}]}",
+        ];
+        for sample in samples {
+            let _ = parse_situations(sample);
+        }
+        let deep = "[".repeat(100_000);
+        assert!(parse_situations(&deep).is_err());
+    }
+
+    #[test]
+    fn keys_round_trip() {
+        for emotion in EMOTIONS {
+            for (f, s) in [(0, 0), (3, 17), (10, 2), (u32::MAX, u32::MAX)] {
+                let key = situation_key(emotion, f, s);
+                assert_eq!(parse_key(&key), Some((emotion, f, s)));
+            }
+        }
+        assert_eq!(situation_key("anger", 0, 3), "Anger-0_scenario-3");
+        for bad in [
+            "",
+            "Anger",
+            "Anger-0",
+            "anger-0_scenario-3",
+            "Angst-0_scenario-3",
+            "Anger-x_scenario-3",
+            "Anger-0_scenario-",
+            "Anger-01_scenario-3",
+            "Anger-0_scenario-+3",
+            "Anger-0_scenario-3 ",
+            "Anger-0_scenario-4294967296",
+            "Anger-0_scenario-3_scenario-4",
+        ] {
+            assert_eq!(parse_key(bad), None, "{bad:?}");
+        }
+        assert_eq!(canonical_emotion("anger"), Some("Anger"));
+        assert_eq!(canonical_emotion("EMBARRASSMENT"), Some("Embarrassment"));
+        assert_eq!(canonical_emotion("Angry"), None);
+        assert_eq!(canonical_emotion(" Anger"), None);
+        assert_eq!(SituationFormat::TidyCsv.as_str(), "tidy CSV");
+    }
+}

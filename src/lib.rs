@@ -1,0 +1,12 @@
+//! emotionbench: the EmotionBench protocol (Huang et al., NeurIPS 2024) for people and LLMs from
+//! one definition. See ARCHITECTURE.md for the map.
+
+pub mod auth;
+pub mod config;
+pub mod domain;
+pub mod ops;
+pub mod store;
+pub mod web;
+
+pub use config::Settings;
+pub use web::Application;

@@ -1,0 +1,285 @@
+//! Connections: one diesel `MultiConnection` over SQLite and Postgres, chosen by URL scheme.
+//!
+//! We write our own r2d2 manager instead of the derive's `establish` so a wrong URL or an
+//! unreachable server is reported at once with the real cause (the pool would retry it for 30 s
+//! and then say only "timed out").
+
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use diesel::r2d2::{self, ManageConnection};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+
+pub const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+pub const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+
+#[derive(diesel::MultiConnection)]
+pub enum DbConnection {
+    Postgresql(diesel::PgConnection),
+    Sqlite(diesel::SqliteConnection),
+}
+
+pub type Pool = r2d2::Pool<ConnectionManager>;
+pub type PooledConnection = r2d2::PooledConnection<ConnectionManager>;
+
+/// Which backend a `DATABASE_URL` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// A libpq URL (`postgres://` or `postgresql://`).
+    Postgres(String),
+    /// A file path (from `sqlite://PATH`, `sqlite:PATH` or `file:PATH`).
+    Sqlite(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error(
+        "unsupported DATABASE_URL {0:?}: use postgres://user@host/db or sqlite://path/to/file.db"
+    )]
+    BadUrl(String),
+    #[error("cannot connect to {backend} database {target}: {source}")]
+    Connect {
+        backend: &'static str,
+        target: String,
+        #[source]
+        source: diesel::ConnectionError,
+    },
+    #[error("cannot configure the connection: {0}")]
+    Setup(#[source] diesel::result::Error),
+    #[error("connection pool: {0}")]
+    Pool(#[from] r2d2::PoolError),
+    #[error("migrations failed: {0}")]
+    Migration(String),
+    #[error(transparent)]
+    Query(#[from] diesel::result::Error),
+}
+
+impl DatabaseUrl {
+    pub fn parse(url: &str) -> Result<Self, DbError> {
+        let url = url.trim();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Self::Postgres(url.to_owned()));
+        }
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .or_else(|| url.strip_prefix("file:"));
+        match path {
+            Some(p) if !p.is_empty() && p != ":memory:" => Ok(Self::Sqlite(p.to_owned())),
+            // `:memory:` behind a pool is one database per connection: never what anyone wants.
+            _ => Err(DbError::BadUrl(url.to_owned())),
+        }
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Self::Postgres(_) => "postgres",
+            Self::Sqlite(_) => "sqlite",
+        }
+    }
+
+    /// Where the data lives, without any password, for messages and logs.
+    pub fn redacted(&self) -> String {
+        match self {
+            Self::Sqlite(p) => p.clone(),
+            Self::Postgres(u) => redact_password(u),
+        }
+    }
+}
+
+fn redact_password(url: &str) -> String {
+    // postgres://user:secret@host/db -> postgres://user:***@host/db
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.split_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ConnectionManager {
+    url: DatabaseUrl,
+}
+
+impl ConnectionManager {
+    pub fn new(url: DatabaseUrl) -> Self {
+        Self { url }
+    }
+
+    fn open(&self) -> Result<DbConnection, DbError> {
+        match &self.url {
+            DatabaseUrl::Postgres(u) => {
+                // Without a connect timeout libpq waits for the kernel (minutes) on a dead host.
+                let u = if u.contains("connect_timeout=") {
+                    u.clone()
+                } else if u.contains('?') {
+                    format!("{u}&connect_timeout=10")
+                } else {
+                    format!("{u}?connect_timeout=10")
+                };
+                diesel::PgConnection::establish(&u)
+                    .map(DbConnection::Postgresql)
+                    .map_err(|source| DbError::Connect {
+                        backend: "postgres",
+                        target: self.url.redacted(),
+                        source,
+                    })
+            }
+            DatabaseUrl::Sqlite(path) => {
+                let mut conn = diesel::SqliteConnection::establish(path).map_err(|source| {
+                    DbError::Connect {
+                        backend: "sqlite",
+                        target: path.clone(),
+                        source,
+                    }
+                })?;
+                // On every connection: these are per-connection settings in SQLite (WAL persists
+                // in the file, but setting it again is cheap and covers a fresh file).
+                conn.batch_execute(
+                    "PRAGMA journal_mode = WAL;
+                     PRAGMA busy_timeout = 10000;
+                     PRAGMA foreign_keys = ON;
+                     PRAGMA synchronous = FULL;",
+                )
+                .map_err(DbError::Setup)?;
+                Ok(DbConnection::Sqlite(conn))
+            }
+        }
+    }
+}
+
+impl ManageConnection for ConnectionManager {
+    type Connection = DbConnection;
+    type Error = DbError;
+
+    fn connect(&self) -> Result<DbConnection, DbError> {
+        self.open()
+    }
+
+    fn is_valid(&self, conn: &mut DbConnection) -> Result<(), DbError> {
+        conn.batch_execute("SELECT 1").map_err(DbError::Query)
+    }
+
+    fn has_broken(&self, _conn: &mut DbConnection) -> bool {
+        false
+    }
+}
+
+/// Opens a pool, connecting once first so a bad URL or a dead server fails now, clearly.
+pub fn connect(url: &str, max_size: u32) -> Result<Pool, DbError> {
+    let url = DatabaseUrl::parse(url)?;
+    if let DatabaseUrl::Sqlite(path) = &url {
+        if let Some(dir) = std::path::Path::new(path).parent() {
+            if !dir.as_os_str().is_empty() && !dir.exists() {
+                std::fs::create_dir_all(dir).map_err(|e| DbError::Connect {
+                    backend: "sqlite",
+                    target: path.clone(),
+                    source: diesel::ConnectionError::BadConnection(e.to_string()),
+                })?;
+            }
+        }
+    }
+    let manager = ConnectionManager::new(url);
+    let first = manager.open()?;
+    let pool = r2d2::Pool::builder()
+        .max_size(max_size.max(1))
+        .min_idle(Some(0))
+        .connection_timeout(Duration::from_secs(10))
+        .test_on_check_out(false)
+        .build_unchecked(manager);
+    // Hand the connection we already have to nobody: dropping it is cheap, and the pool opens
+    // its own lazily. What mattered is that opening worked.
+    drop(first);
+    Ok(pool)
+}
+
+/// Applies pending migrations; returns the names applied. Serialised across processes on
+/// Postgres (several `serve` replicas may start at once).
+pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
+    let applied = match conn {
+        DbConnection::Postgresql(c) => {
+            c.batch_execute("SELECT pg_advisory_lock(720431)")?;
+            let r = c.run_pending_migrations(POSTGRES_MIGRATIONS).map(names);
+            c.batch_execute("SELECT pg_advisory_unlock(720431)")?;
+            r
+        }
+        DbConnection::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(names),
+    };
+    applied.map_err(|e| DbError::Migration(e.to_string()))
+}
+
+fn names(v: Vec<diesel::migration::MigrationVersion<'_>>) -> Vec<String> {
+    v.into_iter().map(|m| m.to_string()).collect()
+}
+
+impl DbConnection {
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Self::Postgresql(_) => "postgres",
+            Self::Sqlite(_) => "sqlite",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_pick_the_backend_by_scheme() {
+        assert_eq!(
+            DatabaseUrl::parse("sqlite://data/x.db").ok(),
+            Some(DatabaseUrl::Sqlite("data/x.db".into()))
+        );
+        assert_eq!(
+            DatabaseUrl::parse("sqlite:/abs/x.db").ok(),
+            Some(DatabaseUrl::Sqlite("/abs/x.db".into()))
+        );
+        assert!(matches!(
+            DatabaseUrl::parse("postgresql://u@h/db"),
+            Ok(DatabaseUrl::Postgres(_))
+        ));
+        assert!(matches!(
+            DatabaseUrl::parse("mysql://x"),
+            Err(DbError::BadUrl(_))
+        ));
+        assert!(matches!(
+            DatabaseUrl::parse("sqlite://:memory:"),
+            Err(DbError::BadUrl(_))
+        ));
+        assert!(matches!(DatabaseUrl::parse(""), Err(DbError::BadUrl(_))));
+    }
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        let u = DatabaseUrl::parse("postgres://bob:hunter2@db:5432/eb").unwrap_or_else(|e| {
+            panic!("{e}");
+        });
+        assert_eq!(u.redacted(), "postgres://bob:***@db:5432/eb");
+    }
+
+    #[test]
+    fn both_backends_have_the_same_migration_names() {
+        let list = |dir: &str| {
+            let mut v: Vec<String> = std::fs::read_dir(dir)
+                .map(|rd| {
+                    rd.filter_map(Result::ok)
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.sort();
+            v
+        };
+        let root = env!("CARGO_MANIFEST_DIR");
+        let sqlite = list(&format!("{root}/migrations/sqlite"));
+        assert!(!sqlite.is_empty());
+        assert_eq!(sqlite, list(&format!("{root}/migrations/postgres")));
+    }
+}

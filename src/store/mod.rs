@@ -1,0 +1,92 @@
+//! Persistence: diesel over one schema for SQLite and Postgres. Queries are plain functions
+//! taking `&mut DbConnection`; per-backend `match` only where the SQL truly differs.
+
+pub mod audit;
+pub mod db;
+pub mod instruments;
+pub mod schema;
+pub mod situations;
+pub mod studies;
+pub mod users;
+
+pub use db::{DbConnection, DbError, Pool, PooledConnection};
+
+use chrono::{NaiveDateTime, Utc};
+
+/// Errors of the store layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("database: {0}")]
+    Query(#[from] diesel::result::Error),
+    /// The request conflicts with stored data (the message says how).
+    #[error("{0}")]
+    Conflict(String),
+    /// Stored data that our own code should never have written.
+    #[error("stored data is inconsistent: {0}")]
+    Corrupt(String),
+}
+
+impl From<diesel::r2d2::PoolError> for StoreError {
+    fn from(e: diesel::r2d2::PoolError) -> Self {
+        StoreError::Db(DbError::Pool(e))
+    }
+}
+
+/// Current time as stored: UTC without zone.
+pub fn now() -> NaiveDateTime {
+    Utc::now().naive_utc()
+}
+
+macro_rules! id_type {
+    ($($(#[$m:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { self.0.fmt(f) }
+        }
+    )*};
+}
+
+id_type!(
+    /// A row of `situation_sets`.
+    SituationSetId,
+    /// A row of `situations`.
+    SituationId,
+    /// A row of `instruments`.
+    InstrumentId,
+    /// A row of `studies`.
+    StudyId,
+    /// A row of `users`.
+    UserId,
+);
+
+/// What an import did to one kind of row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub created: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+}
+
+impl Counts {
+    pub fn total(&self) -> usize {
+        self.created + self.updated + self.unchanged
+    }
+}
+
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({} created, {} updated, {} unchanged)",
+            self.total(),
+            self.created,
+            self.updated,
+            self.unchanged
+        )
+    }
+}

@@ -1,0 +1,82 @@
+//! The one error type of the web edge: every failure becomes a page with a plain message and the
+//! right status; the cause chain goes to the log, never to the visitor.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::ContentType;
+use actix_web::{HttpResponse, ResponseError};
+use askama::Template;
+
+use crate::store::{DbError, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("page not found")]
+    NotFound,
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Db(DbError::Pool(_) | DbError::Connect { .. }) => {
+                AppError::Unavailable(e.to_string())
+            }
+            StoreError::Query(diesel::result::Error::NotFound) => AppError::NotFound,
+            other => AppError::Internal(other.to_string()),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    title: &'a str,
+    message: &'a str,
+}
+
+impl ResponseError for AppError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            AppError::NotFound => StatusCode::NOT_FOUND,
+            AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let status = self.status_code();
+        let (title, message) = match self {
+            AppError::NotFound => ("Page not found", "There is no page at this address."),
+            AppError::BadRequest(m) => ("Something is wrong with this request", m.as_str()),
+            AppError::Unavailable(_) => (
+                "Temporarily unavailable",
+                "The server cannot reach its database right now. Your earlier answers are safe; \
+                 please try again in a minute.",
+            ),
+            AppError::Internal(_) => (
+                "Something went wrong",
+                "An unexpected error occurred. It has been logged; please try again.",
+            ),
+        };
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        let body = ErrorPage { title, message }
+            .render()
+            .unwrap_or_else(|_| format!("{status}"));
+        HttpResponse::build(status)
+            .content_type(ContentType::html())
+            .insert_header(("Cache-Control", "no-store"))
+            .body(body)
+    }
+}
+
+pub async fn not_found() -> Result<HttpResponse, AppError> {
+    Err(AppError::NotFound)
+}
