@@ -1,0 +1,288 @@
+//! Test support: fresh databases (a temp SQLite file, a fresh Postgres database), the real
+//! binary, an in-process server on port 0, the upstream data when present.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::mpsc;
+
+use diesel::Connection;
+use diesel::connection::SimpleConnection;
+use emotionbench::store::{self, db, instruments, situations};
+use emotionbench::{Application, Settings};
+
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// A dependency a test needs is missing: fail under CI, skip (with a message) elsewhere.
+pub fn missing(what: &str) -> bool {
+    assert!(!in_ci(), "CI=true but {what} is not available");
+    eprintln!("SKIPPED: {what} is not available (set CI=true to make this a failure)");
+    false
+}
+
+/// `../shared/emotionbench` (or $EMOTIONBENCH_UPSTREAM_DATA): the upstream study data, never
+/// committed to this repository.
+pub fn upstream() -> Option<PathBuf> {
+    let dir = std::env::var_os("EMOTIONBENCH_UPSTREAM_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/emotionbench"));
+    if dir.join("situations.json").exists() {
+        Some(dir)
+    } else {
+        missing(&format!(
+            "the upstream EmotionBench data at {}",
+            dir.display()
+        ));
+        None
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A database that exists for one test only.
+pub struct TestDb {
+    pub url: String,
+    pub backend: Backend,
+    _dir: Option<tempfile::TempDir>,
+    pg_name: Option<String>,
+}
+
+fn pg_admin_url() -> String {
+    std::env::var("EMOTIONBENCH_TEST_PG")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+impl TestDb {
+    pub fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("test.db").display());
+        TestDb {
+            url,
+            backend: Backend::Sqlite,
+            _dir: Some(dir),
+            pg_name: None,
+        }
+    }
+
+    /// A fresh database on the test Postgres server, or None (skip) when it is unreachable
+    /// outside CI.
+    pub fn postgres() -> Option<TestDb> {
+        let admin = pg_admin_url();
+        let mut conn = match diesel::PgConnection::establish(&admin) {
+            Ok(c) => c,
+            Err(e) => {
+                missing(&format!("Postgres at {admin} ({e})"));
+                return None;
+            }
+        };
+        let name = format!(
+            "eb_test_{}_{}",
+            std::process::id(),
+            emotionbench::auth::password::random_secret(10).to_lowercase()
+        );
+        conn.batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
+        Some(TestDb {
+            url: format!("{base}/{name}"),
+            backend: Backend::Postgres,
+            _dir: None,
+            pg_name: Some(name),
+        })
+    }
+
+    pub fn of(backend: Backend) -> Option<TestDb> {
+        match backend {
+            Backend::Sqlite => Some(Self::sqlite()),
+            Backend::Postgres => Self::postgres(),
+        }
+    }
+
+    /// A migrated pool on this database.
+    pub fn pool(&self) -> store::Pool {
+        let pool = db::connect(&self.url, 4).unwrap();
+        let mut conn = pool.get().unwrap();
+        db::migrate(&mut conn).unwrap();
+        instruments::ensure_builtin(&mut conn).unwrap();
+        pool
+    }
+
+    /// Everything the importers can write, as text: compare two snapshots to prove that a
+    /// failed command changed nothing.
+    pub fn snapshot(&self) -> String {
+        let pool = db::connect(&self.url, 1).unwrap();
+        let mut conn = pool.get().unwrap();
+        let mut out = String::new();
+        for set in situations::sets(&mut conn).unwrap() {
+            out += &format!("{set:?}\n");
+            for s in situations::list(&mut conn, set.id).unwrap() {
+                out += &format!("{s:?}\n");
+            }
+        }
+        for i in instruments::list(&mut conn).unwrap() {
+            out += &format!("{:?}\n", instruments::load(&mut conn, &i.key).unwrap());
+        }
+        out
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some(name) = &self.pg_name {
+            if let Ok(mut conn) = diesel::PgConnection::establish(&pg_admin_url()) {
+                let _ = conn.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+            }
+        }
+    }
+}
+
+/// Compares two snapshots, showing the first differing line instead of both dumps.
+#[track_caller]
+pub fn assert_same(now: &str, before: &str) {
+    if now != before {
+        let diff = now
+            .lines()
+            .zip(before.lines())
+            .find(|(a, b)| a != b)
+            .map(|(a, b)| format!("now:    {a}\nbefore: {b}"))
+            .unwrap_or_else(|| {
+                format!(
+                    "{} lines now, {} before",
+                    now.lines().count(),
+                    before.lines().count()
+                )
+            });
+        panic!("the database changed:\n{diff}");
+    }
+}
+
+/// Runs one test body on SQLite and on Postgres, as two tests.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name($crate::helpers::TestDb::sqlite());
+            }
+            #[test]
+            fn postgres() {
+                if let Some(db) = $crate::helpers::TestDb::postgres() {
+                    super::$name(db);
+                }
+            }
+        }
+    )*};
+}
+
+/// The real binary with DATABASE_URL set and no config file of the developer's leaking in.
+pub fn cli(db_url: &str, args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_emotionbench"))
+        .args(args)
+        .current_dir(dir.path())
+        .env("DATABASE_URL", db_url)
+        .env_remove("EMOTIONBENCH_CONFIG")
+        .env("EMOTIONBENCH_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts success and returns stdout.
+pub fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "command failed: {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// The application started in-process exactly as `serve` starts it, on a random port.
+pub struct TestApp {
+    pub base: String,
+    pub agent: ureq::Agent,
+    pub db: TestDb,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub fn spawn_app(db: TestDb) -> TestApp {
+    let settings = Settings {
+        database_url: db.url.clone(),
+        bind: "127.0.0.1:0".into(),
+        http_workers: 2,
+        ..Settings::default()
+    };
+    let pool = db.pool();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let system = actix_web::rt::System::new();
+        system.block_on(async move {
+            let app = Application::build(settings, pool).unwrap();
+            tx.send(app.port()).unwrap();
+            let _ = app.run_until_stopped().await;
+        });
+    });
+    let port = rx.recv().unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    TestApp {
+        base: format!("http://127.0.0.1:{port}"),
+        agent,
+        db,
+    }
+}
+
+impl TestApp {
+    pub fn get(&self, path: &str) -> Reply {
+        let mut r = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .call()
+            .unwrap();
+        let headers = r
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+        Reply {
+            status: r.status().as_u16(),
+            headers,
+            body: r.body_mut().read_to_string().unwrap(),
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The one integration-test binary (each extra test file is one more large link).
+//! Black-box tests through HTTP against a real server on a random port and through the real
+//! `emotionbench` binary, on SQLite and Postgres.
+
+// Tests fail loudly by design: unwrap is the assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli;
+mod helpers;
+mod imports;
+mod web;
