@@ -908,13 +908,7 @@ mod tests {
         let lines: Vec<String> = order
             .iter()
             .enumerate()
-            .map(|(p, k)| {
-                format!(
-                    "{}. {}",
-                    p + 1,
-                    questions[&k.to_string()].as_str().unwrap()
-                )
-            })
+            .map(|(p, k)| format!("{}. {}", p + 1, questions[&k.to_string()].as_str().unwrap()))
             .collect();
         assert!(user.ends_with(&format!("\n{}", lines.join("\n"))));
     }
@@ -1013,7 +1007,7 @@ mod tests {
     }
 
     /// Regression pins: recorded runs are reproduced from these functions, so their values must
-    /// never change (they were computed once with this implementation).
+    /// never change (computed once with this implementation).
     #[test]
     fn seeds_and_orders_are_pinned() {
         assert_eq!(
@@ -1028,10 +1022,17 @@ mod tests {
         assert_eq!(shuffled_order(20, 42), PINNED_ORDER_SEED_42.to_vec());
     }
 
-    const PINNED_TRIAL_SEED_DEFAULT: u64 = 0;
-    const PINNED_TRIAL_SEED_EVOKED: u64 = 0;
-    const PINNED_ORDER_SEED_0: [u32; 20] = [0; 20];
-    const PINNED_ORDER_SEED_42: [u32; 20] = [0; 20];
+    // Cross-checked against an independent Python implementation (RFC 7539 ChaCha block
+    // function with 8 rounds, 64-bit block counter, zero stream; the same splitmix64 key
+    // expansion, Fisher–Yates and Lemire draw).
+    const PINNED_TRIAL_SEED_DEFAULT: u64 = 13_749_684_756_320_566_257;
+    const PINNED_TRIAL_SEED_EVOKED: u64 = 11_244_709_117_499_737_235;
+    const PINNED_ORDER_SEED_0: [u32; 20] = [
+        3, 4, 13, 17, 14, 18, 10, 12, 11, 9, 7, 20, 8, 16, 1, 6, 2, 19, 5, 15,
+    ];
+    const PINNED_ORDER_SEED_42: [u32; 20] = [
+        7, 10, 16, 3, 14, 5, 17, 8, 6, 15, 19, 12, 9, 11, 20, 1, 13, 18, 2, 4,
+    ];
 
     // --- paper and stability ---------------------------------------------------------------
 
@@ -1059,7 +1060,9 @@ mod tests {
         );
         assert_eq!(
             user,
-            format!("Imagine you are the protagonist in the situation: You lost your keys.\n{tail}")
+            format!(
+                "Imagine you are the protagonist in the situation: You lost your keys.\n{tail}"
+            )
         );
     }
 
@@ -1133,9 +1136,11 @@ mod tests {
             None,
             &canonical_order(20),
         );
-        assert!(user.ends_with(
-            "20. Afraid\nPlease score each statement one by one on a scale of 1 to 7:"
-        ));
+        assert!(
+            user.ends_with(
+                "20. Afraid\nPlease score each statement one by one on a scale of 1 to 7:"
+            )
+        );
     }
 
     // --- custom templates ------------------------------------------------------------------
@@ -1153,7 +1158,9 @@ mod tests {
         .unwrap();
         assert_eq!(template.name, "mine");
         let panas = Instrument::panas();
-        let order = [2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20];
+        let order = [
+            2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+        ];
         let (system, user) = messages(
             &panas,
             &Template::Custom(template.clone()),
@@ -1183,9 +1190,11 @@ mod tests {
 
     #[test]
     fn custom_template_can_reproduce_eb_code() {
-        let template =
-            parse_custom_template(&custom("{system_prompt}", "Prompt: {instrument_prompt}\n{items}"))
-                .unwrap();
+        let template = parse_custom_template(&custom(
+            "{system_prompt}",
+            "Prompt: {instrument_prompt}\n{items}",
+        ))
+        .unwrap();
         let panas = Instrument::panas();
         let order = shuffled_order(20, 5);
         for (measure, situation) in [
@@ -1225,7 +1234,10 @@ mod tests {
         let e = err(&custom("s", "{scenario}"));
         assert!(e.reason.contains("{items}"), "{e}");
         let e = err(&custom("s", "{items}"));
-        assert!(e.reason.contains("{scenario} or {instrument_prompt}"), "{e}");
+        assert!(
+            e.reason.contains("{scenario} or {instrument_prompt}"),
+            "{e}"
+        );
         let e = err(&custom("  ", "{scenario} {items}"));
         assert_eq!(e.location, "field \"system\"");
 
@@ -1276,7 +1288,13 @@ mod tests {
         }
         // Default ignores any situation it is given.
         assert_eq!(
-            render(&panas, &Template::EbCode, Measure::Default, Some("x"), &order),
+            render(
+                &panas,
+                &Template::EbCode,
+                Measure::Default,
+                Some("x"),
+                &order
+            ),
             render(&panas, &Template::EbCode, Measure::Default, None, &order)
         );
     }
@@ -1313,7 +1331,10 @@ mod tests {
         assert!("baseline".parse::<Measure>().is_err());
         assert_eq!(Measure::Evoked.as_str(), "evoked");
         assert_eq!(Measure::Default.to_string(), "default");
-        assert_eq!(serde_json::to_string(&Measure::Evoked).unwrap(), "\"evoked\"");
+        assert_eq!(
+            serde_json::to_string(&Measure::Evoked).unwrap(),
+            "\"evoked\""
+        );
         assert_eq!(
             serde_json::from_str::<Measure>("\"default\"").unwrap(),
             Measure::Default

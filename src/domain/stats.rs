@@ -484,16 +484,16 @@ fn inc_beta_xy(a: f64, b: f64, x: f64, y: f64) -> f64 {
     }
     if x < (a + 1.0) / (a + b + 2.0) {
         let front = (a * x.ln() + b * y.ln() - ln_beta(a, b)).exp();
-        (front * beta_cf(a, b, x, y) / a).clamp(0.0, 1.0)
+        (front * beta_cf(a, b, x) / a).clamp(0.0, 1.0)
     } else {
         let front = (b * y.ln() + a * x.ln() - ln_beta(b, a)).exp();
-        (1.0 - front * beta_cf(b, a, y, x) / b).clamp(0.0, 1.0)
+        (1.0 - front * beta_cf(b, a, y) / b).clamp(0.0, 1.0)
     }
 }
 
 /// Continued fraction for the incomplete beta function (modified Lentz).
 /// Converges quickly for `x < (a + 1) / (a + b + 2)`.
-fn beta_cf(a: f64, b: f64, x: f64, _y: f64) -> f64 {
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
     const MAX_ITER: u32 = 100_000;
     const EPS: f64 = 1e-16;
     const TINY: f64 = 1e-300;
