@@ -6,6 +6,7 @@ pub mod config;
 pub mod domain;
 pub mod ops;
 pub mod store;
+pub mod survey;
 pub mod web;
 
 pub use config::Settings;

@@ -32,9 +32,15 @@
 //!
 //! Consequently [`assign`] returns [`Assignment::Full`] in two cases: the study is full for good
 //! (every situation has `completed >= target`, see [`is_full`]), or, transiently, every situation
-//! that still lacks completions already holds `target + 1 - completed` live reservations. In the
-//! second case a later arrival may be assigned once a reservation expires. **Close the study on
-//! [`is_full`], not on `Assignment::Full`.**
+//! that still lacks completions already holds at least `target + 1 - completed` live
+//! reservations. In the second case a later arrival may be assigned once a reservation expires.
+//! **Close the study on [`is_full`], not on `Assignment::Full`.** In the simulation below
+//! (~50 in flight, 20 % dropouts, target 6 × 175) 40–180 of ~1,450 arrivals are turned away
+//! this way, all near the end.
+//!
+//! The bound assumes a participant can complete only while their reservation is live; the caller
+//! should not count a completion that arrives after the reservation went stale against the
+//! target unchecked (it would push that situation past `target + 1`).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -302,12 +308,15 @@ mod tests {
         let cells = [cell(1, 2, 3), cell(2, 4, 0)];
         assert_eq!(draw(assign(&cells, Some(5), 1)).situation_id, 2);
         // Nothing has room: the least loaded of those still short of the target is offered.
+        // Equal loads: fewest completed first.
         let cells = [cell(1, 2, 3), cell(2, 4, 1), cell(3, 5, 0)];
         let d = draw(assign(&cells, Some(5), 1));
-        assert_eq!(d.situation_id, 1);
-        assert_eq!(d.candidates, vec![1, 2]);
-        let d = draw(assign(&cells, Some(5), 2));
-        assert!(d.candidates == vec![1, 2] && d.load == 5);
+        assert_eq!((d.situation_id, d.candidates, d.load), (1, vec![1], 5));
+        let cells = [cell(1, 4, 1), cell(2, 4, 1), cell(3, 5, 0), cell(4, 3, 3)];
+        for seed in 0..20 {
+            let d = draw(assign(&cells, Some(5), seed));
+            assert_eq!((d.candidates, d.load), (vec![1, 2], 5));
+        }
     }
 
     #[test]
@@ -353,9 +362,16 @@ mod tests {
 
     #[test]
     fn saturates_instead_of_overflowing() {
-        let cells = [cell(1, u32::MAX, u32::MAX), cell(2, u32::MAX, 0)];
+        let cells = [cell(1, u32::MAX, u32::MAX), cell(2, u32::MAX - 1, 0)];
         let d = draw(assign(&cells, None, 0));
-        assert_eq!((d.situation_id, d.load), (2, u32::MAX));
+        assert_eq!((d.situation_id, d.load), (2, u32::MAX - 1));
+        // Both saturate to u32::MAX: fewest completed decides.
+        let cells = [cell(1, u32::MAX, 5), cell(2, 5, u32::MAX)];
+        let d = draw(assign(&cells, None, 0));
+        assert_eq!(
+            (d.situation_id, d.candidates, d.load),
+            (2, vec![2], u32::MAX)
+        );
     }
 
     #[test]
@@ -389,7 +405,7 @@ mod tests {
         assert_eq!(seeds.len(), 1000);
     }
 
-    const PINNED_MIX_1_2: u64 = 0;
+    const PINNED_MIX_1_2: u64 = 0xBCD9_DBB4_9673_066B;
 
     // ---------------------------------------------------------------------------------------
     // Simulation: arrivals over time, many in flight, 20 % abandon.
@@ -397,18 +413,22 @@ mod tests {
     #[derive(Debug)]
     struct SimResult {
         completed: Vec<u32>,
+        arrivals: u32,
         max_in_flight: usize,
         assigned: u32,
-        turned_away: u32,
+        /// Turned away while the study was not full (every open situation held a spare).
         turned_away_not_full: u32,
     }
 
     /// Time is in steps. Each step first resolves the reservations that end at that step, then
-    /// lets 1–4 participants arrive (mean 2.5) until `arrivals` have come. A participant
-    /// completes after 3..reservation steps (80 %) or abandons: its reservation stays live and
-    /// becomes stale after `reservation` steps. The mean stay is ~20 steps, so ~50 participants
-    /// are in flight at once. Situation ids are sparse and the cells are passed in a shuffled
-    /// order.
+    /// lets 1–4 participants arrive (mean 2.5). A participant completes after 3..reservation
+    /// steps (80 %) or abandons (20 %): its reservation stays live and becomes stale
+    /// `reservation` steps after the assignment. The mean stay is ~20 steps, so ~50 participants
+    /// are in flight at once. Situation ids are sparse and the cells are passed in varying order.
+    ///
+    /// Arrivals stop after `arrivals`, except that with a target they go on (at most 3 ×
+    /// `arrivals`) until the study is full, as a recruitment platform keeps sending participants
+    /// to an open study.
     fn simulate(
         seed: u64,
         situations: usize,
@@ -430,14 +450,17 @@ mod tests {
         let mut in_flight = 0usize;
         let mut res = SimResult {
             completed: Vec::new(),
+            arrivals: 0,
             max_in_flight: 0,
             assigned: 0,
-            turned_away: 0,
             turned_away_not_full: 0,
+        };
+        let recruiting = |n: u32, cells: &[Cell]| {
+            n < arrivals || (target.is_some() && !is_full(cells, target) && n < 3 * arrivals)
         };
         let mut n = 0u32;
         let mut t = 0usize;
-        while n < arrivals || in_flight > 0 {
+        while recruiting(n, &cells) || in_flight > 0 {
             for (i, completes) in events.get_mut(t).map(std::mem::take).unwrap_or_default() {
                 let c = &mut cells[i];
                 c.active -= 1;
@@ -446,8 +469,10 @@ mod tests {
                 }
                 in_flight -= 1;
             }
-            let k = rng.random_range(1..=4u32).min(arrivals - n);
-            for _ in 0..k {
+            for _ in 0..rng.random_range(1..=4u32) {
+                if !recruiting(n, &cells) {
+                    break;
+                }
                 n += 1;
                 let mut view = cells.clone();
                 if rng.random_bool(0.5) {
@@ -459,7 +484,6 @@ mod tests {
                 }
                 match assign(&view, target, mix_seed(seed, u64::from(n))) {
                     Assignment::Full => {
-                        res.turned_away += 1;
                         if !full {
                             res.turned_away_not_full += 1;
                             // Only when every open situation holds a spare reservation.
@@ -496,6 +520,7 @@ mod tests {
         }
         assert!(cells.iter().all(|c| c.active == 0));
         res.completed = cells.iter().map(|c| c.completed).collect();
+        res.arrivals = n;
         res
     }
 
@@ -503,11 +528,19 @@ mod tests {
         v.iter().max().unwrap() - v.iter().min().unwrap()
     }
 
-    const SIM_SEEDS: [u64; 8] = [1, 2, 3, 42, 2024, 7777, 0xDEAD_BEEF, u64::MAX];
-
+    /// Without a target the simulation stops after the 1,400th arrival, and whatever is still
+    /// in flight then resolves with nobody left to replace the ~10 late dropouts. No rule can
+    /// make max − min ≤ 1 certain at such an arbitrary stop (it would need every live
+    /// reservation to sit alone on a situation at the lowest completed level, impossible with
+    /// ~50 in flight); it is ≤ 1 for most seeds and ≤ 2 for all. For comparison, over 500 seeds
+    /// this rule gives max − min ≤ 1 for 81 %, the load alone (random among equal loads) for
+    /// 27 %, the load then *most* completed for 15 %. With a target the study keeps recruiting
+    /// until full and ≤ 1 is certain (next test).
     #[test]
     fn simulation_keeps_completed_counts_within_one() {
-        for seed in SIM_SEEDS {
+        let mut within_one = 0;
+        let seeds = 0..40u64;
+        for seed in seeds.clone() {
             let r = simulate(seed, 175, 1400, None, 30);
             let total: u32 = r.completed.iter().sum();
             eprintln!(
@@ -517,36 +550,43 @@ mod tests {
                 r.completed.iter().max().unwrap(),
                 r.max_in_flight
             );
-            assert_eq!(r.assigned, 1400);
+            assert_eq!((r.arrivals, r.assigned), (1400, 1400));
             assert!(r.max_in_flight >= 40, "only {} in flight", r.max_in_flight);
             // Roughly 20 % dropped out.
             assert!((1050..=1190).contains(&total), "{total} completed");
-            assert!(
-                spread(&r.completed) <= 1,
-                "seed {seed}: completed counts {:?}",
-                r.completed
-            );
+            assert!(spread(&r.completed) <= 2, "seed {seed}: {:?}", r.completed);
+            if spread(&r.completed) <= 1 {
+                within_one += 1;
+            }
         }
+        let n = seeds.count();
+        eprintln!("max-min <= 1 for {within_one} of {n} seeds");
+        assert!(
+            4 * within_one >= 3 * n,
+            "only {within_one} of {n} within one"
+        );
     }
 
     #[test]
     fn simulation_with_target_closes_when_all_reached_it() {
-        for seed in SIM_SEEDS {
+        for seed in 0..40u64 {
             let r = simulate(seed, 175, 1400, Some(6), 30);
             eprintln!(
-                "seed {seed} target 6: min {}, max {}, assigned {}, turned away {} \
-                 (of which before full {}), max in flight {}",
+                "seed {seed} target 6: min {}, max {}, arrivals {}, assigned {}, turned away \
+                 before full {}, max in flight {}",
                 r.completed.iter().min().unwrap(),
                 r.completed.iter().max().unwrap(),
+                r.arrivals,
                 r.assigned,
-                r.turned_away,
                 r.turned_away_not_full,
                 r.max_in_flight
             );
-            // 1400 arrivals × 80 % > 175 × 6: the study fills.
+            // The study filled (is_full ⇔ all reached 6 was checked at every arrival) and the
+            // over-recruitment stayed within one.
+            assert!(r.arrivals < 3 * 1400, "never filled: {:?}", r.completed);
             assert!(r.completed.iter().all(|&c| c >= 6), "{:?}", r.completed);
             assert!(r.completed.iter().all(|&c| c <= 7), "{:?}", r.completed);
-            assert!(r.turned_away > 0);
+            assert!(r.max_in_flight >= 40, "only {} in flight", r.max_in_flight);
         }
     }
 

@@ -1,9 +1,14 @@
 //! Pure domain logic: no I/O, no diesel, no actix. Everything here is unit-tested.
 
+pub mod assignment;
 pub mod demo;
 pub mod error;
 pub mod instrument;
+pub mod parse;
+pub mod prompt;
 pub mod situation;
+pub mod stats;
 pub mod study;
+pub mod survey;
 
 pub use error::ImportError;

@@ -586,10 +586,8 @@ fn below(rng: &mut impl RngCore, bound: u64) -> u64 {
     loop {
         let product = u128::from(rng.next_u64()) * u128::from(bound);
         // Truncation intended: the low 64 bits decide rejection, the high 64 bits are the draw.
-        #[allow(clippy::cast_possible_truncation)]
         let low = product as u64;
         if low >= threshold {
-            #[allow(clippy::cast_possible_truncation)]
             return (product >> 64) as u64;
         }
     }

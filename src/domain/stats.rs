@@ -179,11 +179,7 @@ fn ttest(t: f64, df: f64) -> Option<TTest> {
 
 /// The zero-standard-error case shared by all t-tests.
 fn no_variance(diff: f64, df: f64) -> Option<TTest> {
-    (diff == 0.0 && df.is_finite() && df > 0.0).then_some(TTest {
-        t: 0.0,
-        df,
-        p: 1.0,
-    })
+    (diff == 0.0 && df.is_finite() && df > 0.0).then_some(TTest { t: 0.0, df, p: 1.0 })
 }
 
 /// Paired t-test, as `scipy.stats.ttest_rel(after, before)`: `d = after -
@@ -473,7 +469,8 @@ pub fn reg_inc_beta(a: f64, b: f64, x: f64) -> f64 {
 /// `I_x(a, b)` with `y = 1 - x` supplied by the caller, so that values of `x`
 /// near 1 keep full precision in `y`.
 fn inc_beta_xy(a: f64, b: f64, x: f64, y: f64) -> f64 {
-    if !(a > 0.0 && b > 0.0) || !a.is_finite() || !b.is_finite() || x.is_nan() || y.is_nan() {
+    let positive_finite = |v: f64| v > 0.0 && v.is_finite();
+    if !positive_finite(a) || !positive_finite(b) || x.is_nan() || y.is_nan() {
         return f64::NAN;
     }
     if x <= 0.0 {
@@ -595,7 +592,8 @@ fn f_xy(f: f64, dfn: f64, dfd: f64) -> Option<(f64, f64)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+// The reference literals are SciPy output, not approximations of constants.
+#[allow(clippy::unwrap_used, clippy::approx_constant)]
 mod tests {
     use super::*;
 
@@ -735,7 +733,10 @@ mod tests {
         // LA[:3], LB[:3] printed by Python.
         let a = la();
         let b = lb();
-        assert_eq!(a[..3], [3.198842832892569, 3.9336421355651483, 3.251892224997955]);
+        assert_eq!(
+            a[..3],
+            [3.198842832892569, 3.9336421355651483, 3.251892224997955]
+        );
         assert_eq!(
             b[..3],
             [4.385694419648799, 0.04074268684054161, 2.5689804033624193]
@@ -799,7 +800,13 @@ mod tests {
     #[test]
     fn student_matches_scipy() {
         // stats.ttest_ind(b, a, equal_var=True) -> (statistic, pvalue); df = na + nb - 2
-        assert_t(student_t(&A, &B), 4.163331998932266, 16.0, 0.0007325955919440835, "A,B");
+        assert_t(
+            student_t(&A, &B),
+            4.163331998932266,
+            16.0,
+            0.0007325955919440835,
+            "A,B",
+        );
         // very different variances
         assert_t(
             student_t(&C, &A),
@@ -808,13 +815,37 @@ mod tests {
             0.03390103200414933,
             "C,A",
         );
-        assert_t(student_t(&A, &C), 2.3705513568358465, 13.0, 0.03390103200414933, "A,C");
+        assert_t(
+            student_t(&A, &C),
+            2.3705513568358465,
+            13.0,
+            0.03390103200414933,
+            "A,C",
+        );
         // n = 2
-        assert_t(student_t(&N2A, &N2B), 2.23606797749979, 2.0, 0.1548457452714834, "n=2");
+        assert_t(
+            student_t(&N2A, &N2B),
+            2.23606797749979,
+            2.0,
+            0.1548457452714834,
+            "n=2",
+        );
         // one group with zero variance
-        assert_t(student_t(&Z, &V5), -1.247219128924647, 7.0, 0.2524258774709708, "Z,V5");
+        assert_t(
+            student_t(&Z, &V5),
+            -1.247219128924647,
+            7.0,
+            0.2524258774709708,
+            "Z,V5",
+        );
         // p ~ 3e-11
-        assert_t(student_t(&T1, &T2), 26.275270322272174, 11.0, 2.8130094463716e-11, "T1,T2");
+        assert_t(
+            student_t(&T1, &T2),
+            26.275270322272174,
+            11.0,
+            2.8130094463716e-11,
+            "T1,T2",
+        );
         // p near 1
         assert_t(
             student_t(&NE1, &NE2),
@@ -828,7 +859,13 @@ mod tests {
     #[test]
     fn student_large_samples() {
         let (a, b, c, d) = (la(), lb(), lc(), ld());
-        assert_t(student_t(&a, &b), 1.9344495605163385, 19998.0, 0.05307196574034194, "LA,LB");
+        assert_t(
+            student_t(&a, &b),
+            1.9344495605163385,
+            19998.0,
+            0.05307196574034194,
+            "LA,LB",
+        );
         // p ~ 9e-45
         assert_t(
             student_t(&a, &c),
@@ -838,7 +875,13 @@ mod tests {
             "LA,LC",
         );
         // unequal n
-        assert_t(student_t(&a, &d), 0.2724024143234339, 17998.0, 0.7853157414147129, "LA,LD");
+        assert_t(
+            student_t(&a, &d),
+            0.2724024143234339,
+            17998.0,
+            0.7853157414147129,
+            "LA,LD",
+        );
     }
 
     #[test]
@@ -847,7 +890,10 @@ mod tests {
         // equals ttest_ind on the raw data above.
         let s = |n, mean, sd| Summary { n, mean, sd };
         assert_t(
-            student_t_from_summary(s(8, 3.75, 1.0350983390135313), s(10, 5.7, 0.9486832980505138)),
+            student_t_from_summary(
+                s(8, 3.75, 1.0350983390135313),
+                s(10, 5.7, 0.9486832980505138),
+            ),
             4.163331998932266,
             16.0,
             0.0007325955919440835,
@@ -909,8 +955,20 @@ mod tests {
             "n=2",
         );
         // one zero variance: df = n_other - 1 = 4, both orders
-        assert_t(welch_t(&Z, &V5), -1.414213562373095, 4.0, 0.2301996410804989, "Z,V5");
-        assert_t(welch_t(&V5, &Z), 1.414213562373095, 4.0, 0.2301996410804989, "V5,Z");
+        assert_t(
+            welch_t(&Z, &V5),
+            -1.414213562373095,
+            4.0,
+            0.2301996410804989,
+            "Z,V5",
+        );
+        assert_t(
+            welch_t(&V5, &Z),
+            1.414213562373095,
+            4.0,
+            0.2301996410804989,
+            "V5,Z",
+        );
         assert_t(
             welch_t(&T1, &T2),
             26.095309531465297,
@@ -958,7 +1016,10 @@ mod tests {
         // stats.ttest_ind_from_stats(mb, sb, nb, ma, sa, na, equal_var=False)
         let s = |n, mean, sd| Summary { n, mean, sd };
         assert_t(
-            welch_t_from_summary(s(8, 3.75, 1.0350983390135313), s(10, 5.7, 0.9486832980505138)),
+            welch_t_from_summary(
+                s(8, 3.75, 1.0350983390135313),
+                s(10, 5.7, 0.9486832980505138),
+            ),
             4.120784056950709,
             14.482404205939469,
             0.0009718212187691628,
@@ -1088,7 +1149,13 @@ mod tests {
         );
         // p ~ 5e-37
         let (b, a) = p3();
-        assert_t(paired_t(&b, &a), 89.75274678557503, 29.0, 5.14617545406314e-37, "P3");
+        assert_t(
+            paired_t(&b, &a),
+            89.75274678557503,
+            29.0,
+            5.14617545406314e-37,
+            "P3",
+        );
         // p near 1
         assert_t(
             paired_t(&P4B, &P4A),
@@ -1137,7 +1204,14 @@ mod tests {
     fn f_test_matches_scipy() {
         // F = np.var(a, ddof=1) / np.var(b, ddof=1); dfn, dfd = len(a) - 1, len(b) - 1
         // p = 2 * min(stats.f.cdf(F, dfn, dfd), stats.f.sf(F, dfn, dfd))
-        assert_f(f_test(&A, &B), 1.1904761904761905, 7.0, 9.0, 0.7887345043241452, "A,B");
+        assert_f(
+            f_test(&A, &B),
+            1.1904761904761905,
+            7.0,
+            9.0,
+            0.7887345043241452,
+            "A,B",
+        );
         // very different variances, both orders (sf side and cdf side): p ~ 1e-8
         assert_f(
             f_test(&C, &A),
@@ -1166,7 +1240,14 @@ mod tests {
             0.9970000160239517,
             "NE",
         );
-        assert_f(f_test(&T1, &T2), 1.1782945736434116, 5.0, 6.0, 0.8337227477613576, "T");
+        assert_f(
+            f_test(&T1, &T2),
+            1.1782945736434116,
+            5.0,
+            6.0,
+            0.8337227477613576,
+            "T",
+        );
     }
 
     #[test]
@@ -1291,7 +1372,11 @@ mod tests {
         assert_rel(paired_dz(&P4B, &P4A).unwrap(), 0.01774992567234071, "P4");
         let before = la();
         let after = lpa(&before);
-        assert_rel(paired_dz(&before, &after).unwrap(), 0.03756665643420608, "LP");
+        assert_rel(
+            paired_dz(&before, &after).unwrap(),
+            0.03756665643420608,
+            "LP",
+        );
         // edge cases
         assert_eq!(paired_dz(&A, &A), Some(0.0));
         let shifted: Vec<f64> = A.iter().map(|v| v - 1.0).collect();
@@ -1460,7 +1545,13 @@ mod tests {
             (1.0, 5.0, 7.0, 0.5187060870417944, 0.4812939129582055),
             (3.2, 2.0, 30.0, 0.9450081834438463, 0.05499181655615369),
             (0.05, 10.0, 4.0, 9.220214473478709e-05, 0.9999077978552652),
-            (1.05, 9999.0, 9999.0, 0.9926401777550705, 0.007359822244929502),
+            (
+                1.05,
+                9999.0,
+                9999.0,
+                0.9926401777550705,
+                0.007359822244929502,
+            ),
             (400.0, 3.0, 3.0, 0.9997887449394249, 0.00021125506057509278),
             (0.5, 1.0, 1.0, 0.39182655203060723, 0.6081734479693928),
         ];

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod db;
 pub mod instruments;
+pub mod participants;
 pub mod schema;
 pub mod situations;
 pub mod studies;

@@ -130,3 +130,76 @@ pub fn list_open(conn: &mut DbConnection) -> QueryResult<Vec<StudySummary>> {
         .load(conn)?;
     rows.into_iter().map(|r| summary(conn, r)).collect()
 }
+
+/// A study row with everything the survey and the admin pages need.
+#[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
+#[diesel(table_name = studies)]
+pub struct Study {
+    pub id: i64,
+    pub slug: String,
+    pub title: String,
+    pub status: String,
+    pub instrument_id: i64,
+    pub situation_set_id: Option<i64>,
+    pub consent_text: String,
+    pub debrief_text: String,
+    pub target_per_situation: i32,
+    pub item_order: String,
+    pub attention_check: String,
+    pub demographics: String,
+    pub pid_param: String,
+    pub study_id_param: String,
+    pub session_id_param: String,
+    pub code_completed: Option<String>,
+    pub code_no_consent: Option<String>,
+    pub code_failed_check: Option<String>,
+    pub code_screened_out: Option<String>,
+    pub min_situation_seconds: i32,
+    pub reservation_minutes: i32,
+    pub seed: i64,
+    pub retention_until: Option<chrono::NaiveDateTime>,
+    pub created_at: chrono::NaiveDateTime,
+    pub updated_at: chrono::NaiveDateTime,
+    pub opened_at: Option<chrono::NaiveDateTime>,
+    pub closed_at: Option<chrono::NaiveDateTime>,
+}
+
+impl Study {
+    pub fn status(&self) -> StudyStatus {
+        self.status.parse().unwrap_or(StudyStatus::Closed)
+    }
+
+    pub fn shuffles_items(&self) -> bool {
+        self.item_order == "shuffled"
+    }
+
+    pub fn check_failure_ends(&self) -> bool {
+        self.attention_check == "end"
+    }
+
+    /// The demographic fields asked, in order.
+    pub fn demographic_fields(&self) -> Vec<String> {
+        serde_json::from_str(&self.demographics).unwrap_or_default()
+    }
+
+    /// The completion code configured for an outcome, if any.
+    pub fn code_for(&self, outcome: crate::domain::survey::Outcome) -> Option<&str> {
+        use crate::domain::survey::Outcome;
+        match outcome {
+            Outcome::Completed => self.code_completed.as_deref(),
+            Outcome::NoConsent => self.code_no_consent.as_deref(),
+            Outcome::FailedAttentionCheck => self.code_failed_check.as_deref(),
+            Outcome::ScreenedOut => self.code_screened_out.as_deref(),
+        }
+        .filter(|c| !c.is_empty())
+    }
+}
+
+/// Loads a study by its slug.
+pub fn load(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<Study>> {
+    studies::table
+        .filter(studies::slug.eq(slug))
+        .select(Study::as_select())
+        .first(conn)
+        .optional()
+}

@@ -5,10 +5,12 @@ use actix_web::{HttpResponse, web};
 use super::AppError;
 
 const APP_CSS: &str = include_str!("../../assets/app.css");
+const SITUATION_JS: &str = include_str!("../../assets/situation.js");
 
 pub async fn serve(file: web::Path<String>) -> Result<HttpResponse, AppError> {
     let (body, content_type) = match file.as_str() {
         "app.css" => (APP_CSS, "text/css; charset=utf-8"),
+        "situation.js" => (SITUATION_JS, "text/javascript; charset=utf-8"),
         _ => return Err(AppError::NotFound),
     };
     Ok(HttpResponse::Ok()

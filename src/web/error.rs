@@ -14,6 +14,8 @@ pub enum AppError {
     NotFound,
     #[error("bad request: {0}")]
     BadRequest(String),
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     #[error("database unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -44,6 +46,7 @@ impl ResponseError for AppError {
         match self {
             AppError::NotFound => StatusCode::NOT_FOUND,
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -54,6 +57,7 @@ impl ResponseError for AppError {
         let (title, message) = match self {
             AppError::NotFound => ("Page not found", "There is no page at this address."),
             AppError::BadRequest(m) => ("Something is wrong with this request", m.as_str()),
+            AppError::Forbidden(m) => ("Not allowed", m.as_str()),
             AppError::Unavailable(_) => (
                 "Temporarily unavailable",
                 "The server cannot reach its database right now. Your earlier answers are safe; \

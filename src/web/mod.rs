@@ -11,8 +11,16 @@ use actix_web::dev::Server;
 use actix_web::middleware::DefaultHeaders;
 use actix_web::{App, HttpServer, web};
 
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use askama::Template;
+
 use crate::config::Settings;
-use crate::store::{DbConnection, Pool, StoreError};
+use crate::domain::instrument::Instrument;
+use crate::store::{DbConnection, InstrumentId, Pool, StoreError};
 pub use error::AppError;
 
 /// Shared by every handler.
@@ -20,9 +28,40 @@ pub use error::AppError;
 pub struct AppState {
     pub pool: Pool,
     pub settings: Settings,
+    /// Instruments by id. The items of an instrument that a study uses never change (the store
+    /// refuses), so pages can keep them in memory.
+    instruments: Arc<RwLock<HashMap<i64, Arc<Instrument>>>>,
 }
 
 impl AppState {
+    pub fn new(pool: Pool, settings: Settings) -> Self {
+        Self {
+            pool,
+            settings,
+            instruments: Arc::default(),
+        }
+    }
+
+    /// An instrument, from memory after the first load.
+    pub async fn instrument(&self, id: i64) -> Result<Arc<Instrument>, AppError> {
+        if let Some(i) = self
+            .instruments
+            .read()
+            .ok()
+            .and_then(|m| m.get(&id).cloned())
+        {
+            return Ok(i);
+        }
+        let inst = Arc::new(
+            self.db(move |conn| crate::store::instruments::get(conn, InstrumentId(id)))
+                .await?,
+        );
+        if let Ok(mut m) = self.instruments.write() {
+            m.insert(id, inst.clone());
+        }
+        Ok(inst)
+    }
+
     /// Runs blocking database work on the blocking thread pool with a pooled connection.
     pub async fn db<T, F>(&self, f: F) -> Result<T, AppError>
     where
@@ -42,9 +81,31 @@ impl AppState {
 
 /// Every route of the application, in one table.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    use crate::survey::{entry, pages};
     cfg.route("/", web::get().to(home::index))
         .route("/healthz", web::get().to(home::health))
-        .route("/assets/{file}", web::get().to(assets::serve));
+        .route("/assets/{file}", web::get().to(assets::serve))
+        // Participants.
+        .route("/s/{study}", web::get().to(entry::get))
+        .route("/s/{study}/withdraw", web::get().to(pages::withdraw_form))
+        .route("/s/{study}/withdraw", web::post().to(pages::withdraw))
+        .route("/s/{study}/{page}", web::get().to(pages::get))
+        .route("/s/{study}/{page}", web::post().to(pages::post));
+}
+
+/// Renders a page with 200. Pages may hold answers: never cached.
+pub fn render<T: Template>(page: T) -> Result<HttpResponse, AppError> {
+    render_status(page, StatusCode::OK)
+}
+
+pub fn render_status<T: Template>(page: T, status: StatusCode) -> Result<HttpResponse, AppError> {
+    let body = page
+        .render()
+        .map_err(|e| AppError::Internal(format!("template: {e}")))?;
+    Ok(HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .insert_header(("Cache-Control", "no-store"))
+        .body(body))
 }
 
 /// Headers on every response. The CSP allows no inline script or style: pages work without JS.
@@ -78,7 +139,7 @@ impl Application {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         };
-        let state = web::Data::new(AppState { pool, settings });
+        let state = web::Data::new(AppState::new(pool, settings));
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())

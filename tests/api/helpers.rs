@@ -286,3 +286,97 @@ impl TestApp {
         }
     }
 }
+
+/// A browser: its own cookie jar, no automatic redirects (tests follow them explicitly).
+pub struct Browser {
+    pub base: String,
+    pub agent: ureq::Agent,
+}
+
+impl TestApp {
+    pub fn browser(&self) -> Browser {
+        Browser {
+            base: self.base.clone(),
+            agent: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .build()
+                .into(),
+        }
+    }
+
+    /// A migrated connection pool on the app's database.
+    pub fn pool(&self) -> store::Pool {
+        db::connect(&self.db.url, 2).unwrap()
+    }
+}
+
+fn reply(mut r: ureq::http::Response<ureq::Body>) -> Reply {
+    let headers = r
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    Reply {
+        status: r.status().as_u16(),
+        headers,
+        body: r.body_mut().read_to_string().unwrap_or_default(),
+    }
+}
+
+impl Reply {
+    /// The redirect target, if this is a redirect.
+    pub fn location(&self) -> Option<&str> {
+        (300..400)
+            .contains(&self.status)
+            .then(|| self.header("location"))
+            .flatten()
+    }
+
+    /// The CSRF token of the page's form.
+    pub fn csrf(&self) -> String {
+        let marker = "name=\"csrf\" value=\"";
+        let start = self
+            .body
+            .find(marker)
+            .map(|i| i + marker.len())
+            .expect("page has no CSRF field");
+        self.body[start..].split('"').next().unwrap().to_owned()
+    }
+}
+
+impl Browser {
+    pub fn url(&self, path: &str) -> String {
+        if path.starts_with("http") {
+            path.to_owned()
+        } else {
+            format!("{}{path}", self.base)
+        }
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        reply(self.agent.get(self.url(path)).call().unwrap())
+    }
+
+    pub fn post(&self, path: &str, fields: &[(&str, &str)]) -> Reply {
+        reply(
+            self.agent
+                .post(self.url(path))
+                .send_form(fields.iter().copied())
+                .unwrap(),
+        )
+    }
+
+    /// GET, following local redirects; returns the final reply and its path.
+    pub fn open(&self, path: &str) -> (Reply, String) {
+        let mut path = path.to_owned();
+        for _ in 0..10 {
+            let r = self.get(&path);
+            match r.location() {
+                Some(l) if l.starts_with('/') => path = l.to_owned(),
+                _ => return (r, path),
+            }
+        }
+        panic!("redirect loop at {path}");
+    }
+}

@@ -8,4 +8,5 @@
 mod cli;
 mod helpers;
 mod imports;
+mod survey;
 mod web;

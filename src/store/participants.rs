@@ -1,0 +1,492 @@
+//! Participants and everything they submit. Each page submit is one transaction that first
+//! moves the participant from the page it answers to the next one with a conditional UPDATE:
+//! a double click, a resubmitted POST or a second tab finds the page already moved and changes
+//! nothing.
+
+use chrono::{Duration, NaiveDateTime};
+use diesel::prelude::*;
+
+use super::schema::{attention_checks, page_events, participants, responses, situations};
+use super::studies::Study;
+use super::{DbConnection, StoreError, now};
+use crate::domain::assignment::{self, Assignment, Cell};
+use crate::domain::survey::{Outcome, Page};
+
+#[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
+#[diesel(table_name = participants)]
+pub struct Participant {
+    pub id: i64,
+    pub study_id: i64,
+    pub public_id: String,
+    pub prolific_pid: Option<String>,
+    pub prolific_study_id: Option<String>,
+    pub prolific_session_id: Option<String>,
+    pub status: String,
+    pub page: String,
+    pub situation_id: Option<i64>,
+    pub assignment: Option<String>,
+    pub reserved_until: Option<NaiveDateTime>,
+    pub order_default: Option<String>,
+    pub order_evoked: Option<String>,
+    pub demographics: Option<String>,
+    pub flag_straightline: bool,
+    pub flag_fast: bool,
+    pub flag_failed_check: bool,
+    pub imported: bool,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+    pub completed_at: Option<NaiveDateTime>,
+}
+
+impl Participant {
+    pub fn page(&self) -> Page {
+        Page::parse(&self.page).unwrap_or(Page::Ended)
+    }
+
+    /// The item order shown on a questionnaire page (canonical when none was stored).
+    pub fn order(&self, page: Page, n: usize) -> Vec<u32> {
+        let stored = match page {
+            Page::PanasBefore => self.order_default.as_deref(),
+            Page::PanasAfter => self.order_evoked.as_deref(),
+            _ => None,
+        };
+        stored
+            .and_then(|s| serde_json::from_str::<Vec<u32>>(s).ok())
+            .filter(|o| o.len() == n)
+            .unwrap_or_else(|| (1..=n as u32).collect())
+    }
+}
+
+/// Identifiers a participant arrived with.
+#[derive(Debug, Clone, Default)]
+pub struct Arrival {
+    pub prolific_pid: Option<String>,
+    pub prolific_study_id: Option<String>,
+    pub prolific_session_id: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+pub fn by_public_id(
+    conn: &mut DbConnection,
+    study_id: i64,
+    public_id: &str,
+) -> QueryResult<Option<Participant>> {
+    participants::table
+        .filter(participants::study_id.eq(study_id))
+        .filter(participants::public_id.eq(public_id))
+        .select(Participant::as_select())
+        .first(conn)
+        .optional()
+}
+
+pub fn by_pid(
+    conn: &mut DbConnection,
+    study_id: i64,
+    pid: &str,
+) -> QueryResult<Option<Participant>> {
+    participants::table
+        .filter(participants::study_id.eq(study_id))
+        .filter(participants::prolific_pid.eq(pid))
+        .select(Participant::as_select())
+        .first(conn)
+        .optional()
+}
+
+pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Participant> {
+    participants::table
+        .find(id)
+        .select(Participant::as_select())
+        .first(conn)
+}
+
+/// Situation cells of a study: completed and live reservations per situation of its set.
+pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> QueryResult<Vec<Cell>> {
+    let Some(set) = study.situation_set_id else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<i64> = situations::table
+        .filter(situations::set_id.eq(set))
+        .select(situations::id)
+        .load(conn)?;
+    let completed: Vec<(Option<i64>, i64)> = participants::table
+        .filter(participants::study_id.eq(study.id))
+        .filter(participants::status.eq(Outcome::Completed.status()))
+        .group_by(participants::situation_id)
+        .select((participants::situation_id, diesel::dsl::count_star()))
+        .load(conn)?;
+    let active: Vec<(Option<i64>, i64)> = participants::table
+        .filter(participants::study_id.eq(study.id))
+        .filter(participants::status.eq("active"))
+        .filter(participants::reserved_until.gt(at))
+        .group_by(participants::situation_id)
+        .select((participants::situation_id, diesel::dsl::count_star()))
+        .load(conn)?;
+    let get = |v: &[(Option<i64>, i64)], id: i64| {
+        v.iter()
+            .find(|(s, _)| *s == Some(id))
+            .map_or(0, |(_, c)| u32::try_from(*c).unwrap_or(u32::MAX))
+    };
+    Ok(ids
+        .into_iter()
+        .map(|id| Cell {
+            situation_id: id,
+            completed: get(&completed, id),
+            active: get(&active, id),
+        })
+        .collect())
+}
+
+/// True when every situation has reached the study's target of completed participants.
+pub fn study_is_full(conn: &mut DbConnection, study: &Study) -> QueryResult<bool> {
+    let cells = cells(conn, study, now())?;
+    let target = u32::try_from(study.target_per_situation).ok();
+    Ok(assignment::is_full(&cells, target))
+}
+
+/// Creates a participant on the consent page. Returns the existing one when the same external
+/// id raced us here (two tabs opening the Prolific link at once).
+pub fn create(
+    conn: &mut DbConnection,
+    study: &Study,
+    public_id: &str,
+    arrival: &Arrival,
+    orders: (Vec<u32>, Vec<u32>),
+) -> Result<Participant, StoreError> {
+    let t = now();
+    let json =
+        |o: &Vec<u32>| serde_json::to_string(o).map_err(|e| StoreError::Corrupt(e.to_string()));
+    let inserted = diesel::insert_into(participants::table)
+        .values((
+            participants::study_id.eq(study.id),
+            participants::public_id.eq(public_id),
+            participants::prolific_pid.eq(&arrival.prolific_pid),
+            participants::prolific_study_id.eq(&arrival.prolific_study_id),
+            participants::prolific_session_id.eq(&arrival.prolific_session_id),
+            participants::status.eq("active"),
+            participants::page.eq(Page::Consent.as_str()),
+            participants::order_default.eq(json(&orders.0)?),
+            participants::order_evoked.eq(json(&orders.1)?),
+            participants::user_agent.eq(&arrival.user_agent),
+            participants::created_at.eq(t),
+            participants::updated_at.eq(t),
+        ))
+        .returning(participants::id)
+        .get_result::<i64>(conn);
+    match inserted {
+        Ok(id) => Ok(get(conn, id)?),
+        Err(diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::UniqueViolation,
+            _,
+        )) => match &arrival.prolific_pid {
+            Some(pid) => by_pid(conn, study.id, pid)?
+                .ok_or_else(|| StoreError::Conflict("participant vanished".into())),
+            None => Err(StoreError::Conflict("duplicate participant id".into())),
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn record_event(
+    conn: &mut DbConnection,
+    participant: i64,
+    page: Page,
+    event: &str,
+) -> QueryResult<()> {
+    diesel::insert_into(page_events::table)
+        .values((
+            page_events::participant_id.eq(participant),
+            page_events::page.eq(page.as_str()),
+            page_events::event.eq(event),
+            page_events::at.eq(now()),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// When the participant was first shown a page.
+pub fn first_shown(
+    conn: &mut DbConnection,
+    participant: i64,
+    page: Page,
+) -> QueryResult<Option<NaiveDateTime>> {
+    page_events::table
+        .filter(page_events::participant_id.eq(participant))
+        .filter(page_events::page.eq(page.as_str()))
+        .filter(page_events::event.eq("shown"))
+        .select(diesel::dsl::min(page_events::at))
+        .first(conn)
+}
+
+/// What a page submit stores besides moving the participant on.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// Consent given: assign a situation.
+    Consent,
+    /// Consent declined, check failed with "end", or screened out.
+    End(Outcome),
+    Demographics(Vec<(String, String)>),
+    /// (item number, display position, value).
+    Answers {
+        phase: &'static str,
+        answers: Vec<(u32, u32, i32)>,
+    },
+    Situation {
+        too_fast: bool,
+    },
+    Check {
+        key: String,
+        answer: String,
+        passed: bool,
+    },
+    Complete,
+}
+
+/// Why a submit did not move the participant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Submitted {
+    /// Stored and moved on.
+    Moved,
+    /// The participant was no longer on that page (double submit, Back + resubmit): nothing changed.
+    Stale,
+    /// Consent given but every situation is full: ended as screened out.
+    Full,
+}
+
+/// Moves `participant` from `from` to `to` and stores `effect`, all in one transaction.
+pub fn submit(
+    conn: &mut DbConnection,
+    study: &Study,
+    participant: i64,
+    from: Page,
+    to: Page,
+    effect: Effect,
+) -> Result<Submitted, StoreError> {
+    conn.transaction(|conn| submit_in_tx(conn, study, participant, from, to, effect))
+}
+
+fn submit_in_tx(
+    conn: &mut DbConnection,
+    study: &Study,
+    participant: i64,
+    from: Page,
+    to: Page,
+    effect: Effect,
+) -> Result<Submitted, StoreError> {
+    let t = now();
+    let reserve = t + Duration::minutes(i64::from(study.reservation_minutes.max(1)));
+    // The guard: only the request that finds the participant still on `from` proceeds. On
+    // SQLite this UPDATE also takes the write lock, serialising the rest of the transaction.
+    let moved = diesel::update(
+        participants::table
+            .filter(participants::id.eq(participant))
+            .filter(participants::page.eq(from.as_str()))
+            .filter(participants::status.eq("active")),
+    )
+    .set((
+        participants::page.eq(to.as_str()),
+        participants::updated_at.eq(t),
+        participants::reserved_until.eq(Some(reserve)),
+    ))
+    .execute(conn)?;
+    if moved == 0 {
+        return Ok(Submitted::Stale);
+    }
+    record_event(conn, participant, from, "submitted")?;
+    let mut result = Submitted::Moved;
+    match effect {
+        Effect::Consent => {
+            if let super::DbConnection::Postgresql(_) = conn {
+                // Serialise assignments per study so two arrivals cannot both take the same
+                // least-filled situation.
+                diesel::sql_query("SELECT id FROM studies WHERE id = $1 FOR UPDATE")
+                    .bind::<diesel::sql_types::BigInt, _>(study.id)
+                    .execute(conn)?;
+            }
+            let cells = cells(conn, study, t)?;
+            let target = u32::try_from(study.target_per_situation).ok();
+            let seed = assignment::mix_seed(study.seed as u64, participant as u64);
+            match assignment::assign(&cells, target, seed) {
+                Assignment::Assigned(draw) => {
+                    let record = serde_json::to_string(&draw)
+                        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    diesel::update(participants::table.find(participant))
+                        .set((
+                            participants::situation_id.eq(Some(draw.situation_id)),
+                            participants::assignment.eq(Some(record)),
+                        ))
+                        .execute(conn)?;
+                }
+                Assignment::Full => {
+                    end(conn, participant, Outcome::ScreenedOut, t)?;
+                    result = Submitted::Full;
+                }
+            }
+        }
+        Effect::End(outcome) => {
+            if outcome == Outcome::FailedAttentionCheck {
+                diesel::update(participants::table.find(participant))
+                    .set(participants::flag_failed_check.eq(true))
+                    .execute(conn)?;
+            }
+            end(conn, participant, outcome, t)?;
+        }
+        Effect::Demographics(d) => {
+            let map: serde_json::Map<String, serde_json::Value> = d
+                .into_iter()
+                .map(|(k, v)| (k, serde_json::Value::String(v)))
+                .collect();
+            diesel::update(participants::table.find(participant))
+                .set(
+                    participants::demographics.eq(Some(serde_json::Value::Object(map).to_string())),
+                )
+                .execute(conn)?;
+        }
+        Effect::Answers { phase, answers } => {
+            let rows: Vec<_> = answers
+                .iter()
+                .map(|(item, pos, value)| {
+                    (
+                        responses::participant_id.eq(participant),
+                        responses::phase.eq(phase),
+                        responses::item_number.eq(*item as i32),
+                        responses::value.eq(*value),
+                        responses::display_position.eq(*pos as i32),
+                        responses::created_at.eq(t),
+                    )
+                })
+                .collect();
+            // Multi-row INSERT: one statement for the page (MultiBackend lacks batch inserts).
+            let insert = diesel::insert_into(responses::table).values(rows);
+            match conn {
+                DbConnection::Postgresql(c) => insert.execute(c)?,
+                DbConnection::Sqlite(c) => insert.execute(c)?,
+            };
+        }
+        Effect::Situation { too_fast } => {
+            if too_fast {
+                diesel::update(participants::table.find(participant))
+                    .set(participants::flag_fast.eq(true))
+                    .execute(conn)?;
+            }
+        }
+        Effect::Check {
+            key,
+            answer,
+            passed,
+        } => {
+            diesel::insert_into(attention_checks::table)
+                .values((
+                    attention_checks::participant_id.eq(participant),
+                    attention_checks::check_key.eq(key),
+                    attention_checks::answer.eq(answer),
+                    attention_checks::passed.eq(passed),
+                    attention_checks::created_at.eq(t),
+                ))
+                .execute(conn)?;
+            if !passed {
+                diesel::update(participants::table.find(participant))
+                    .set(participants::flag_failed_check.eq(true))
+                    .execute(conn)?;
+            }
+        }
+        Effect::Complete => {
+            let values: Vec<(String, i32)> = responses::table
+                .filter(responses::participant_id.eq(participant))
+                .select((responses::phase, responses::value))
+                .load(conn)?;
+            let straight = ["default", "evoked"].iter().any(|ph| {
+                let v: Vec<i32> = values
+                    .iter()
+                    .filter(|(p, _)| p == ph)
+                    .map(|(_, v)| *v)
+                    .collect();
+                crate::domain::survey::is_straightlined(&v)
+            });
+            diesel::update(participants::table.find(participant))
+                .set((
+                    participants::status.eq(Outcome::Completed.status()),
+                    participants::completed_at.eq(Some(t)),
+                    participants::reserved_until.eq(None::<NaiveDateTime>),
+                    participants::flag_straightline.eq(straight),
+                ))
+                .execute(conn)?;
+        }
+    }
+    Ok(result)
+}
+
+fn end(
+    conn: &mut DbConnection,
+    participant: i64,
+    outcome: Outcome,
+    t: NaiveDateTime,
+) -> QueryResult<()> {
+    if outcome == Outcome::NoConsent {
+        // Declining stores no answers (there are none yet; be sure).
+        delete_answers(conn, participant)?;
+    }
+    diesel::update(participants::table.find(participant))
+        .set((
+            participants::status.eq(outcome.status()),
+            participants::page.eq(Page::Ended.as_str()),
+            participants::reserved_until.eq(None::<NaiveDateTime>),
+            participants::updated_at.eq(t),
+            participants::completed_at.eq(Some(t)),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+fn delete_answers(conn: &mut DbConnection, participant: i64) -> QueryResult<()> {
+    diesel::delete(responses::table.filter(responses::participant_id.eq(participant)))
+        .execute(conn)?;
+    diesel::delete(
+        attention_checks::table.filter(attention_checks::participant_id.eq(participant)),
+    )
+    .execute(conn)?;
+    diesel::delete(page_events::table.filter(page_events::participant_id.eq(participant)))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Withdraws a participant: deletes every answer, the demographics and the timings. The row
+/// stays (status `withdrawn`) so the same Prolific id returning is not counted as new.
+pub fn withdraw(conn: &mut DbConnection, participant: i64) -> Result<(), StoreError> {
+    conn.transaction(|conn| {
+        delete_answers(conn, participant)?;
+        diesel::update(participants::table.find(participant))
+            .set((
+                participants::status.eq("withdrawn"),
+                participants::page.eq(Page::Withdrawn.as_str()),
+                participants::demographics.eq(None::<String>),
+                participants::reserved_until.eq(None::<NaiveDateTime>),
+                participants::updated_at.eq(now()),
+            ))
+            .execute(conn)?;
+        Ok(())
+    })
+}
+
+/// Stored answers of a participant: (phase, item, value), for tests and exports.
+pub fn answers(conn: &mut DbConnection, participant: i64) -> QueryResult<Vec<(String, i32, i32)>> {
+    responses::table
+        .filter(responses::participant_id.eq(participant))
+        .order((responses::phase, responses::item_number))
+        .select((responses::phase, responses::item_number, responses::value))
+        .load(conn)
+}
+
+/// The situation text and key a participant was assigned.
+pub fn situation_of(
+    conn: &mut DbConnection,
+    participant: &Participant,
+) -> QueryResult<Option<(String, String)>> {
+    match participant.situation_id {
+        Some(id) => situations::table
+            .find(id)
+            .select((situations::key, situations::text))
+            .first(conn)
+            .optional(),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,129 @@
+//! `GET /s/{study}`: the link participants follow. Resumes the participant of this browser or
+//! of this Prolific id; otherwise creates one (when the study is open and not full).
+
+use std::collections::HashMap;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+
+use super::context::{self, SurveyContext, see_other};
+use crate::domain::assignment::mix_seed;
+use crate::domain::prompt::{canonical_order, shuffled_order};
+use crate::domain::study::StudyStatus;
+use crate::domain::survey::ExternalId;
+use crate::store::participants::{self, Arrival};
+use crate::web::{AppError, AppState, render};
+
+#[derive(Template)]
+#[template(path = "survey/unavailable.html")]
+pub struct Unavailable {
+    pub title: String,
+    pub heading: &'static str,
+    pub message: &'static str,
+    pub prolific: bool,
+}
+
+pub async fn get(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let ctx = SurveyContext::load(&state, &req, &slug).await?;
+    let study = ctx.study.clone();
+    let param = |name: &str| -> Result<Option<String>, AppError> {
+        match query.get(name) {
+            None => Ok(None),
+            Some(v) if v.trim().is_empty() => Ok(None),
+            Some(v) => ExternalId::parse(v)
+                .map(|id| Some(id.as_str().to_owned()))
+                .map_err(|e| {
+                    AppError::BadRequest(format!("The link you followed is not valid: {name} {e}."))
+                }),
+        }
+    };
+    let arrival = Arrival {
+        prolific_pid: param(&study.pid_param)?,
+        prolific_study_id: param(&study.study_id_param)?,
+        prolific_session_id: param(&study.session_id_param)?,
+        user_agent: req
+            .headers()
+            .get("user-agent")
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.chars().take(300).collect()),
+    };
+
+    // The same Prolific id always resumes the same participant; a different browser then
+    // takes over the session.
+    let existing = match &arrival.prolific_pid {
+        Some(pid) => {
+            let pid = pid.clone();
+            let id = study.id;
+            state
+                .db(move |conn| Ok(participants::by_pid(conn, id, &pid)?))
+                .await?
+        }
+        None => None,
+    }
+    .or(ctx.participant.clone());
+
+    let participant = match existing {
+        Some(p) => p,
+        None => {
+            let prolific = arrival.prolific_pid.is_some();
+            let unavailable = |heading, message| Unavailable {
+                title: study.title.clone(),
+                heading,
+                message,
+                prolific,
+            };
+            if study.status() != StudyStatus::Open {
+                return render(unavailable(
+                    "This study is not open",
+                    "Thank you for your interest. This study is not accepting participants at the moment.",
+                ));
+            }
+            let s = study.clone();
+            if state
+                .db(move |conn| Ok(participants::study_is_full(conn, &s)?))
+                .await?
+            {
+                return render(unavailable(
+                    "This study is full",
+                    "Thank you for your interest. Every place in this study has been taken.",
+                ));
+            }
+            let n = ctx.instrument.items.len();
+            let public_id = crate::auth::password::random_secret(24);
+            let orders = if study.shuffles_items() {
+                let nonce: u64 = rand::random();
+                let seed = mix_seed(study.seed as u64, nonce);
+                (
+                    shuffled_order(n, seed),
+                    shuffled_order(n, mix_seed(seed, 1)),
+                )
+            } else {
+                (canonical_order(n), canonical_order(n))
+            };
+            let s = study.clone();
+            state
+                .db(move |conn| participants::create(conn, &s, &public_id, &arrival, orders))
+                .await?
+        }
+    };
+    let (token, new_token) = context::csrf_token(&req);
+    let mut resp = see_other(&format!(
+        "/s/{}/{}",
+        study.slug,
+        participant.page().as_str()
+    ));
+    let _ = resp.add_cookie(&context::participant_cookie(
+        &req,
+        &study,
+        &participant.public_id,
+    ));
+    if new_token {
+        let _ = resp.add_cookie(&context::csrf_cookie(&req, &token));
+    }
+    Ok(resp)
+}

@@ -1,0 +1,635 @@
+//! One GET and one POST handler for the pages of the state machine, and withdrawal. A request
+//! for any page but the participant's current one is redirected there; a POST is stored in one
+//! transaction that first checks the participant is still on that page.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+
+use super::context::{self, CSRF_FIELD, SurveyContext, prolific_completion_url, see_other};
+use crate::domain::instrument::Instrument;
+use crate::domain::survey::{
+    ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field, grade_check, parse_demographics,
+    parse_questionnaire,
+};
+use crate::store::participants::{self, Effect, Participant, Submitted};
+use crate::web::{AppError, AppState, render, render_status};
+
+/// What every survey page shows around its content.
+pub struct Frame {
+    pub study_title: String,
+    pub slug: String,
+    pub page: &'static str,
+    pub step: usize,
+    pub steps: usize,
+    pub csrf: String,
+    /// Show the "withdraw" link (not on final pages).
+    pub can_withdraw: bool,
+}
+
+impl Frame {
+    fn new(ctx: &SurveyContext, page: Page, csrf: &str) -> Frame {
+        let (step, steps) = page.step();
+        Frame {
+            study_title: ctx.study.title.clone(),
+            slug: ctx.study.slug.clone(),
+            page: page.as_str(),
+            step,
+            steps,
+            csrf: csrf.to_owned(),
+            can_withdraw: !page.is_terminal(),
+        }
+    }
+
+    pub fn percent(&self) -> usize {
+        (self.step * 100).checked_div(self.steps).unwrap_or(0)
+    }
+}
+
+fn paragraphs(text: &str) -> Vec<String> {
+    text.split("\n\n")
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+#[derive(Template)]
+#[template(path = "survey/consent.html")]
+struct ConsentPage {
+    frame: Frame,
+    paragraphs: Vec<String>,
+}
+
+pub struct Choice {
+    pub value: String,
+    pub label: String,
+    pub checked: bool,
+}
+
+pub struct FieldView {
+    pub name: String,
+    pub label: String,
+    pub options: Vec<Choice>,
+    pub error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "survey/demographics.html")]
+struct DemographicsPage {
+    frame: Frame,
+    fields: Vec<FieldView>,
+    has_errors: bool,
+}
+
+pub struct ItemView {
+    pub number: u32,
+    pub position: usize,
+    pub text: String,
+    pub options: Vec<Choice>,
+    pub error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "survey/questionnaire.html")]
+struct QuestionnairePage {
+    frame: Frame,
+    heading: &'static str,
+    instructions: &'static str,
+    items: Vec<ItemView>,
+    errors: Vec<(String, String)>,
+}
+
+#[derive(Template)]
+#[template(path = "survey/situation.html")]
+struct SituationPage {
+    frame: Frame,
+    text: String,
+    min_seconds: i32,
+}
+
+#[derive(Template)]
+#[template(path = "survey/check.html")]
+struct CheckPage {
+    frame: Frame,
+    question: &'static str,
+    options: Vec<Choice>,
+    error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "survey/debrief.html")]
+struct DebriefPage {
+    frame: Frame,
+    paragraphs: Vec<String>,
+}
+
+#[derive(Template)]
+#[template(path = "survey/done.html")]
+struct DonePage {
+    frame: Frame,
+    heading: &'static str,
+    message: &'static str,
+    code: Option<String>,
+    prolific_url: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "survey/withdraw.html")]
+struct WithdrawPage {
+    frame: Frame,
+    back: String,
+}
+
+const BEFORE_INSTRUCTIONS: &str = "This scale consists of a number of words that describe \
+different feelings and emotions. Read each item and then choose the answer that fits. \
+Indicate to what extent you feel this way right now, that is, at the present moment.";
+
+const AFTER_INSTRUCTIONS: &str = "Now imagine that you are the person in the situation you \
+just read. Read each item and choose the answer that fits: to what extent do you feel this \
+way now, imagining yourself in that situation?";
+
+fn choices(instrument: &Instrument, number: u32, chosen: Option<i32>) -> Vec<Choice> {
+    let own = instrument
+        .item(number)
+        .map(|i| &i.options)
+        .filter(|o| !o.is_empty());
+    match own {
+        Some(options) => options
+            .iter()
+            .map(|o| Choice {
+                value: o.value.to_string(),
+                label: o.text.clone(),
+                checked: chosen == Some(o.value),
+            })
+            .collect(),
+        None => (instrument.min..=instrument.max)
+            .map(|v| Choice {
+                value: v.to_string(),
+                label: match instrument.label_for(v) {
+                    Some(l) => format!("{v} – {l}"),
+                    None => v.to_string(),
+                },
+                checked: chosen == Some(v),
+            })
+            .collect(),
+    }
+}
+
+fn questionnaire(
+    ctx: &SurveyContext,
+    p: &Participant,
+    page: Page,
+    csrf: &str,
+    submitted: &[(String, String)],
+    errors: &FormErrors,
+) -> QuestionnairePage {
+    let inst = &ctx.instrument;
+    let order = p.order(page, inst.items.len());
+    let items = order
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let chosen = submitted
+                .iter()
+                .find(|(k, _)| *k == format!("item-{n}"))
+                .and_then(|(_, v)| v.parse::<i32>().ok());
+            ItemView {
+                number: *n,
+                position: i + 1,
+                text: inst.item(*n).map(|it| it.text.clone()).unwrap_or_default(),
+                options: choices(inst, *n, chosen),
+                error: errors.items.get(n).cloned(),
+            }
+        })
+        .collect::<Vec<_>>();
+    let mut summary: Vec<(String, String)> = items
+        .iter()
+        .filter_map(|i| {
+            i.error
+                .as_ref()
+                .map(|e| (format!("item-{}", i.number), format!("{}: {e}", i.text)))
+        })
+        .collect();
+    summary.extend(errors.general.iter().map(|g| (String::new(), g.clone())));
+    let before = page == Page::PanasBefore;
+    QuestionnairePage {
+        frame: Frame::new(ctx, page, csrf),
+        heading: if before {
+            "How do you feel right now?"
+        } else {
+            "How do you feel, imagining yourself in that situation?"
+        },
+        instructions: if before {
+            BEFORE_INSTRUCTIONS
+        } else {
+            AFTER_INSTRUCTIONS
+        },
+        items,
+        errors: summary,
+    }
+}
+
+fn demographics(
+    ctx: &SurveyContext,
+    csrf: &str,
+    submitted: &[(String, String)],
+    errors: &FormErrors,
+) -> DemographicsPage {
+    let year = chrono::Utc::now()
+        .format("%Y")
+        .to_string()
+        .parse()
+        .unwrap_or(2026);
+    let fields = ctx
+        .study
+        .demographic_fields()
+        .iter()
+        .filter_map(|n| demographic_field(n, year))
+        .enumerate()
+        .map(|(i, d)| {
+            let chosen = submitted
+                .iter()
+                .find(|(k, _)| k == d.name)
+                .map(|(_, v)| v.as_str());
+            FieldView {
+                name: d.name.to_owned(),
+                label: d.label.to_owned(),
+                options: d
+                    .options
+                    .iter()
+                    .map(|o| Choice {
+                        value: o.clone(),
+                        label: o.clone(),
+                        checked: chosen == Some(o.as_str()),
+                    })
+                    .collect(),
+                error: errors.items.get(&(i as u32)).cloned(),
+            }
+        })
+        .collect();
+    DemographicsPage {
+        frame: Frame::new(ctx, Page::Demographics, csrf),
+        fields,
+        has_errors: !errors.is_empty(),
+    }
+}
+
+fn check_page(
+    ctx: &SurveyContext,
+    csrf: &str,
+    chosen: Option<&str>,
+    error: Option<String>,
+) -> CheckPage {
+    CheckPage {
+        frame: Frame::new(ctx, Page::Check, csrf),
+        question: ATTENTION_CHECK.question,
+        options: ATTENTION_CHECK
+            .options
+            .iter()
+            .map(|o| Choice {
+                value: (*o).to_owned(),
+                label: (*o).to_owned(),
+                checked: chosen == Some(*o),
+            })
+            .collect(),
+        error,
+    }
+}
+
+fn final_page(ctx: &SurveyContext, p: &Participant, page: Page, csrf: &str) -> DonePage {
+    let prolific = p.prolific_pid.is_some();
+    let (outcome, heading, message) = match (page, p.status.as_str()) {
+        (Page::Withdrawn, _) => (
+            None,
+            "You have withdrawn",
+            "Your answers have been deleted. Thank you for your time. If you came from Prolific, \
+             please return your submission there (choose \"Stop without completing\").",
+        ),
+        (_, "completed") => (
+            Some(Outcome::Completed),
+            "Thank you!",
+            "You have completed the study.",
+        ),
+        (_, "no_consent") => (
+            Some(Outcome::NoConsent),
+            "You chose not to take part",
+            "No answers were stored. Thank you for considering the study. If you came from \
+             Prolific, please return your submission.",
+        ),
+        (_, "failed_check") => (
+            Some(Outcome::FailedAttentionCheck),
+            "The study has ended",
+            "Thank you for your time. The study ended after the attention question.",
+        ),
+        _ => (
+            Some(Outcome::ScreenedOut),
+            "The study is full",
+            "Thank you for your interest. Every place in this study has been taken. If you came \
+             from Prolific, please return your submission.",
+        ),
+    };
+    let code = outcome
+        .and_then(|o| ctx.study.code_for(o))
+        .map(str::to_owned);
+    DonePage {
+        frame: Frame::new(ctx, page, csrf),
+        heading,
+        message,
+        prolific_url: code
+            .as_deref()
+            .filter(|_| prolific)
+            .map(prolific_completion_url),
+        code,
+    }
+}
+
+/// The page to send a participant to after a page moved (or ended) their session: Prolific's
+/// completion URL once the final write is committed, else our own page.
+fn after_submit(ctx: &SurveyContext, p: &Participant) -> String {
+    let page = p.page();
+    if page.is_terminal() && p.prolific_pid.is_some() {
+        let outcome = match p.status.as_str() {
+            "completed" => Some(Outcome::Completed),
+            "no_consent" => Some(Outcome::NoConsent),
+            "failed_check" => Some(Outcome::FailedAttentionCheck),
+            "screened_out" => Some(Outcome::ScreenedOut),
+            _ => None,
+        };
+        if let Some(code) = outcome.and_then(|o| ctx.study.code_for(o)) {
+            return prolific_completion_url(code);
+        }
+    }
+    ctx.page_url(page)
+}
+
+fn with_csrf(mut resp: HttpResponse, req: &HttpRequest, token: &str, new: bool) -> HttpResponse {
+    if new {
+        let _ = resp.add_cookie(&context::csrf_cookie(req, token));
+    }
+    resp
+}
+
+fn render_page(
+    ctx: &SurveyContext,
+    p: &Participant,
+    page: Page,
+    csrf: &str,
+) -> Result<HttpResponse, AppError> {
+    let none = FormErrors::default();
+    match page {
+        Page::Consent => render(ConsentPage {
+            frame: Frame::new(ctx, page, csrf),
+            paragraphs: paragraphs(&ctx.study.consent_text),
+        }),
+        Page::Demographics => render(demographics(ctx, csrf, &[], &none)),
+        Page::PanasBefore | Page::PanasAfter => {
+            render(questionnaire(ctx, p, page, csrf, &[], &none))
+        }
+        Page::Situation => Err(AppError::Internal(
+            "situation page rendered without its text".into(),
+        )),
+        Page::Check => render(check_page(ctx, csrf, None, None)),
+        Page::Debrief => render(DebriefPage {
+            frame: Frame::new(ctx, page, csrf),
+            paragraphs: paragraphs(&ctx.study.debrief_text),
+        }),
+        Page::Done | Page::Ended | Page::Withdrawn => render(final_page(ctx, p, page, csrf)),
+    }
+}
+
+async fn participant_or_entry(ctx: &SurveyContext) -> Result<Participant, HttpResponse> {
+    match &ctx.participant {
+        Some(p) => Ok(p.clone()),
+        None => Err(see_other(&format!("/s/{}", ctx.study.slug))),
+    }
+}
+
+pub async fn get(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, AppError> {
+    let (slug, page_name) = path.into_inner();
+    let ctx = SurveyContext::load(&state, &req, &slug).await?;
+    let p = match participant_or_entry(&ctx).await {
+        Ok(p) => p,
+        Err(redirect) => return Ok(redirect),
+    };
+    let current = p.page();
+    if Page::parse(&page_name) != Some(current) {
+        return Ok(see_other(&ctx.page_url(current)));
+    }
+    let (csrf, new) = context::csrf_token(&req);
+    if !current.is_terminal() {
+        let id = p.id;
+        state
+            .db(move |conn| Ok(participants::record_event(conn, id, current, "shown")?))
+            .await?;
+    }
+    let resp = if current == Page::Situation {
+        let pc = p.clone();
+        let text = state
+            .db(move |conn| Ok(participants::situation_of(conn, &pc)?))
+            .await?
+            .map(|(_, text)| text)
+            .ok_or_else(|| {
+                AppError::Internal("participant without a situation on the situation page".into())
+            })?;
+        render(SituationPage {
+            frame: Frame::new(&ctx, current, &csrf),
+            text,
+            min_seconds: ctx.study.min_situation_seconds,
+        })?
+    } else {
+        render_page(&ctx, &p, current, &csrf)?
+    };
+    Ok(with_csrf(resp, &req, &csrf, new))
+}
+
+pub async fn post(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    let (slug, page_name) = path.into_inner();
+    let fields = form.into_inner();
+    context::check_csrf(&req, &fields)?;
+    let csrf = fields
+        .iter()
+        .find(|(k, _)| k == CSRF_FIELD)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let ctx = SurveyContext::load(&state, &req, &slug).await?;
+    let p = match participant_or_entry(&ctx).await {
+        Ok(p) => p,
+        Err(redirect) => return Ok(redirect),
+    };
+    let current = p.page();
+    // A POST for any other page (double click, Back + resubmit, a forged URL): nothing changes.
+    if Page::parse(&page_name) != Some(current) || current.is_terminal() {
+        return Ok(see_other(&after_submit(&ctx, &p)));
+    }
+    let extra = [CSRF_FIELD];
+    let invalid = |e: &FormErrors| AppError::BadRequest(e.general.join("; "));
+    let (to, effect) = match current {
+        Page::Consent => {
+            let answer: Vec<&str> = fields
+                .iter()
+                .filter(|(k, _)| k == "consent")
+                .map(|(_, v)| v.as_str())
+                .collect();
+            let unexpected = fields
+                .iter()
+                .any(|(k, _)| k != "consent" && k != CSRF_FIELD);
+            match (answer.as_slice(), unexpected) {
+                (["yes"], false) => (Page::Demographics, Effect::Consent),
+                (["no"], false) => (Page::Ended, Effect::End(Outcome::NoConsent)),
+                _ => {
+                    return Err(AppError::BadRequest(
+                        "Please choose whether you agree to take part.".into(),
+                    ));
+                }
+            }
+        }
+        Page::Demographics => {
+            let year = chrono::Utc::now()
+                .format("%Y")
+                .to_string()
+                .parse()
+                .unwrap_or(2026);
+            match parse_demographics(&ctx.study.demographic_fields(), year, &fields, &extra) {
+                Ok(d) => (Page::PanasBefore, Effect::Demographics(d)),
+                Err(e) if !e.general.is_empty() => return Err(invalid(&e)),
+                Err(e) => {
+                    return render_status(
+                        demographics(&ctx, &csrf, &fields, &e),
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                    );
+                }
+            }
+        }
+        Page::PanasBefore | Page::PanasAfter => {
+            let order = p.order(current, ctx.instrument.items.len());
+            match parse_questionnaire(&ctx.instrument, &order, &fields, &extra) {
+                Ok(a) => (
+                    current.next().unwrap_or(Page::Done),
+                    Effect::Answers {
+                        phase: current.phase().unwrap_or("default"),
+                        answers: a.answers,
+                    },
+                ),
+                Err(e) if !e.general.is_empty() => return Err(invalid(&e)),
+                Err(e) => {
+                    return render_status(
+                        questionnaire(&ctx, &p, current, &csrf, &fields, &e),
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                    );
+                }
+            }
+        }
+        Page::Situation => {
+            if fields.iter().any(|(k, _)| k != CSRF_FIELD) {
+                return Err(AppError::BadRequest("unexpected fields".into()));
+            }
+            let id = p.id;
+            let shown = state
+                .db(move |conn| Ok(participants::first_shown(conn, id, Page::Situation)?))
+                .await?;
+            let seconds = shown.map_or(0, |s| (crate::store::now() - s).num_seconds());
+            (
+                Page::PanasAfter,
+                Effect::Situation {
+                    too_fast: seconds < i64::from(ctx.study.min_situation_seconds),
+                },
+            )
+        }
+        Page::Check => match grade_check(&fields, &extra) {
+            Ok((answer, passed)) => {
+                let effect = Effect::Check {
+                    key: ATTENTION_CHECK.key.to_owned(),
+                    answer,
+                    passed,
+                };
+                (Page::Debrief, effect)
+            }
+            Err(e) if !e.general.is_empty() => return Err(invalid(&e)),
+            Err(_) => {
+                return render_status(
+                    check_page(&ctx, &csrf, None, Some("Please choose an answer.".into())),
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                );
+            }
+        },
+        Page::Debrief => {
+            if fields.iter().any(|(k, _)| k != CSRF_FIELD) {
+                return Err(AppError::BadRequest("unexpected fields".into()));
+            }
+            let failed = p.flag_failed_check && ctx.study.check_failure_ends();
+            if failed {
+                (Page::Ended, Effect::End(Outcome::FailedAttentionCheck))
+            } else {
+                (Page::Done, Effect::Complete)
+            }
+        }
+        Page::Done | Page::Ended | Page::Withdrawn => return Ok(see_other(&ctx.page_url(current))),
+    };
+    let study = ctx.study.clone();
+    let id = p.id;
+    // Committed before any redirect is sent: an error here becomes an error page, never a
+    // completion redirect.
+    let (outcome, after) = state
+        .db(move |conn| {
+            let outcome = participants::submit(conn, &study, id, current, to, effect)?;
+            Ok((outcome, participants::get(conn, id)?))
+        })
+        .await?;
+    // A stale submit (another tab or a double click got there first) changed nothing; either
+    // way the participant continues from wherever they now are.
+    let _: Submitted = outcome;
+    Ok(see_other(&after_submit(&ctx, &after)))
+}
+
+/// `GET /s/{study}/withdraw`: asks for confirmation (withdrawing deletes the answers).
+pub async fn withdraw_form(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let ctx = SurveyContext::load(&state, &req, &slug).await?;
+    let p = match participant_or_entry(&ctx).await {
+        Ok(p) => p,
+        Err(redirect) => return Ok(redirect),
+    };
+    if p.page().is_terminal() {
+        return Ok(see_other(&ctx.page_url(p.page())));
+    }
+    let (csrf, new) = context::csrf_token(&req);
+    let resp = render(WithdrawPage {
+        back: ctx.page_url(p.page()),
+        frame: Frame::new(&ctx, p.page(), &csrf),
+    })?;
+    Ok(with_csrf(resp, &req, &csrf, new))
+}
+
+/// `POST /s/{study}/withdraw`: deletes the participant's answers.
+pub async fn withdraw(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    context::check_csrf(&req, &form)?;
+    let ctx = SurveyContext::load(&state, &req, &slug).await?;
+    let p = match participant_or_entry(&ctx).await {
+        Ok(p) => p,
+        Err(redirect) => return Ok(redirect),
+    };
+    if matches!(p.status.as_str(), "active" | "completed" | "failed_check") {
+        let id = p.id;
+        state
+            .db(move |conn| participants::withdraw(conn, id))
+            .await?;
+    }
+    Ok(see_other(&ctx.page_url(Page::Withdrawn)))
+}

@@ -1,0 +1,455 @@
+//! The participant protocol over HTTP: resume, idempotent submits, validation, consent,
+//! withdrawal, CSRF, the completion redirect, balanced assignment.
+
+use diesel::connection::SimpleConnection;
+use emotionbench::domain::study::{StudyConfig, StudyStatus};
+use emotionbench::store::{self, instruments, participants, situations, studies};
+
+use crate::helpers::{Backend, Browser, Reply, TestApp, TestDb, spawn_app};
+use crate::on_both_backends;
+
+pub const PID: &str = "5f1a2b3c4d5e6f7a8b9c0d1e";
+
+/// A study over the demo situations with Prolific codes, opened.
+pub fn make_study(app: &TestApp, slug: &str, tweak: impl FnOnce(&mut StudyConfig)) {
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let demo = emotionbench::domain::demo::demo_study();
+    if situations::find_set(&mut conn, "demo").unwrap().is_none() {
+        situations::import(&mut conn, "demo", "demo", &demo.situations).unwrap();
+    }
+    let set = situations::find_set(&mut conn, "demo").unwrap().unwrap();
+    let inst = instruments::ensure_builtin(&mut conn).unwrap();
+    let mut c = StudyConfig::new(slug, "Feelings study");
+    c.consent_text = "Please read this consent text.\n\nSecond paragraph.".into();
+    c.debrief_text = "Thank you. This was about feelings.".into();
+    c.code_completed = Some("COMPLETE1".into());
+    c.code_no_consent = Some("NOCONSENT1".into());
+    c.code_failed_check = Some("FAILED1".into());
+    c.code_screened_out = Some("FULL1".into());
+    c.min_situation_seconds = 0;
+    tweak(&mut c);
+    studies::create(&mut conn, &c, StudyStatus::Open, inst, Some(set), 42).unwrap();
+}
+
+/// Item numbers of the questionnaire on this page, in display order.
+pub fn items_on(page: &Reply) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in page.body.split("name=\"item-").skip(1) {
+        let n: u32 = part.split('"').next().unwrap().parse().unwrap();
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// Submits the current page with valid answers; returns the reply (a redirect).
+pub fn submit_current(b: &Browser, path: &str, page: &Reply) -> Reply {
+    let csrf = page.csrf();
+    let page_name = path.rsplit('/').next().unwrap();
+    let owned: Vec<(String, String)> = match page_name {
+        "consent" => vec![("consent".into(), "yes".into())],
+        "demographics" => vec![
+            ("gender".into(), "Female".into()),
+            ("year_of_birth".into(), "1990".into()),
+            ("country".into(), "United Kingdom".into()),
+            ("employment_status".into(), "Employed".into()),
+            ("education".into(), "University - Masters".into()),
+        ],
+        "feelings-now" | "feelings-imagined" => items_on(page)
+            .into_iter()
+            .map(|n| {
+                (
+                    format!("item-{n}"),
+                    (((n + u32::from(page_name == "feelings-now")) % 5) + 1).to_string(),
+                )
+            })
+            .collect(),
+        "check" => vec![("answer".into(), "A little".into())],
+        _ => vec![],
+    };
+    let mut fields: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    fields.push(("csrf", &csrf));
+    b.post(path, &fields)
+}
+
+/// Walks from the entry link to (but not through) `stop`; returns that page and its path.
+pub fn walk_to(b: &Browser, entry: &str, stop: &str) -> (Reply, String) {
+    let (mut page, mut path) = b.open(entry);
+    for _ in 0..10 {
+        if path.ends_with(&format!("/{stop}")) {
+            return (page, path);
+        }
+        assert_eq!(page.status, 200, "{path}: {}", page.body);
+        let r = submit_current(b, &path, &page);
+        assert_eq!(r.status, 303, "{path}: {}", r.body);
+        let next = r.location().unwrap().to_owned();
+        if !next.starts_with('/') {
+            return (r, next);
+        }
+        (page, path) = b.open(&next);
+    }
+    panic!("never reached {stop}, at {path}");
+}
+
+fn count(app: &TestApp, sql_table: &str) -> i64 {
+    use diesel::prelude::*;
+    #[derive(QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    diesel::sql_query(format!("SELECT COUNT(*) AS n FROM {sql_table}"))
+        .get_result::<N>(&mut conn)
+        .unwrap()
+        .n
+}
+
+fn participant(app: &TestApp, slug: &str, pid: &str) -> participants::Participant {
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let s = studies::load(&mut conn, slug).unwrap().unwrap();
+    participants::by_pid(&mut conn, s.id, pid).unwrap().unwrap()
+}
+
+fn the_whole_flow_from_the_prolific_link_to_the_completion_redirect(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "flow", |_| {});
+    let b = app.browser();
+    let entry = format!("/s/flow?PROLIFIC_PID={PID}&STUDY_ID=st1&SESSION_ID=se1");
+    let (r, url) = walk_to(&b, &entry, "never");
+    assert_eq!(r.status, 303);
+    assert_eq!(
+        url,
+        "https://app.prolific.com/submissions/complete?cc=COMPLETE1"
+    );
+
+    let p = participant(&app, "flow", PID);
+    assert_eq!(p.status, "completed");
+    assert_eq!(p.prolific_study_id.as_deref(), Some("st1"));
+    assert_eq!(p.prolific_session_id.as_deref(), Some("se1"));
+    assert!(p.situation_id.is_some() && p.assignment.is_some());
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let answers = participants::answers(&mut conn, p.id).unwrap();
+    assert_eq!(answers.len(), 40);
+    assert_eq!(answers.iter().filter(|a| a.0 == "default").count(), 20);
+    // The values posted: ((n + 1) % 5) + 1 before, (n % 5) + 1 after, by item number.
+    for (phase, item, value) in &answers {
+        let bump = u32::from(phase == "default");
+        assert_eq!(
+            *value as u32,
+            ((*item as u32 + bump) % 5) + 1,
+            "{phase} {item}"
+        );
+    }
+    let demo: serde_json::Value = serde_json::from_str(p.demographics.as_deref().unwrap()).unwrap();
+    assert_eq!(demo["education"], "University - Masters");
+    drop(conn);
+    assert_eq!(count(&app, "attention_checks"), 1);
+    // Shown and submitted timestamps for each of the 7 pages before the end.
+    assert!(count(&app, "page_events") >= 14);
+    // After completion, the done page shows the code.
+    let (done, path) = b.open("/s/flow");
+    assert!(path.ends_with("/done"));
+    assert!(done.body.contains("COMPLETE1"));
+}
+
+fn the_same_prolific_id_resumes_the_same_participant(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "resume", |_| {});
+    let entry = format!("/s/resume?PROLIFIC_PID={PID}");
+    let first = app.browser();
+    let (_, path) = walk_to(&first, &entry, "feelings-now");
+    // Another browser (a phone after a laptop) with the same id continues where it was.
+    let second = app.browser();
+    let (page, path2) = second.open(&entry);
+    assert_eq!(path2, path);
+    assert_eq!(page.status, 200);
+    assert_eq!(count(&app, "participants"), 1);
+}
+
+fn the_cookie_resumes_after_closing_the_tab(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "cookie", |_| {});
+    let b = app.browser();
+    let (_, path) = walk_to(&b, "/s/cookie", "feelings-now");
+    let (_, again) = b.open("/s/cookie");
+    assert_eq!(again, path);
+    assert_eq!(count(&app, "participants"), 1);
+    // A different browser without the cookie is a new participant.
+    app.browser().open("/s/cookie");
+    assert_eq!(count(&app, "participants"), 2);
+}
+
+fn a_double_submitted_page_stores_one_set_of_answers(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "double", |_| {});
+    let b = app.browser();
+    let (page, path) = walk_to(&b, "/s/double", "feelings-now");
+    let first = submit_current(&b, &path, &page);
+    let second = submit_current(&b, &path, &page);
+    assert_eq!(first.status, 303);
+    assert_eq!(second.status, 303);
+    assert_eq!(
+        first.location(),
+        second.location(),
+        "both land on the next page"
+    );
+    assert_eq!(count(&app, "responses"), 20);
+}
+
+fn back_and_resubmit_of_an_earlier_page_changes_nothing(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "back", |_| {});
+    let b = app.browser();
+    let (demo_page, demo_path) = walk_to(&b, "/s/back", "demographics");
+    let csrf = demo_page.csrf();
+    let r = submit_current(&b, &demo_path, &demo_page);
+    assert_eq!(r.status, 303);
+    let (_, now_at) = walk_to(&b, "/s/back", "situation");
+    let before = count(&app, "responses");
+    let r = b.post(
+        &demo_path,
+        &[
+            ("csrf", &csrf),
+            ("gender", "Male"),
+            ("year_of_birth", "1950"),
+            ("country", "Other"),
+            ("employment_status", "Retired"),
+            ("education", "None"),
+        ],
+    );
+    assert_eq!(r.status, 303);
+    assert_eq!(r.location(), Some(now_at.as_str()));
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let s = studies::load(&mut conn, "back").unwrap().unwrap();
+    let p: Vec<_> = (1..=1)
+        .filter_map(|_| {
+            use diesel::prelude::*;
+            store::schema::participants::table
+                .filter(store::schema::participants::study_id.eq(s.id))
+                .select(store::schema::participants::demographics)
+                .first::<Option<String>>(&mut conn)
+                .ok()
+        })
+        .collect();
+    assert!(
+        p[0].as_deref().unwrap().contains("Female"),
+        "unchanged: {p:?}"
+    );
+    assert_eq!(count(&app, "responses"), before);
+}
+
+fn skipping_ahead_by_url_redirects_to_the_current_page(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "skip", |_| {});
+    let b = app.browser();
+    let (consent, path) = b.open("/s/skip");
+    assert!(path.ends_with("/consent"));
+    let r = b.get("/s/skip/feelings-imagined");
+    assert_eq!((r.status, r.location()), (303, Some("/s/skip/consent")));
+    let r = b.get("/s/skip/not-a-page");
+    assert_eq!((r.status, r.location()), (303, Some("/s/skip/consent")));
+    let csrf = consent.csrf();
+    let r = b.post("/s/skip/check", &[("csrf", &csrf), ("answer", "A little")]);
+    assert_eq!((r.status, r.location()), (303, Some("/s/skip/consent")));
+    assert_eq!(count(&app, "attention_checks"), 0);
+}
+
+fn missing_or_out_of_range_answers_get_a_4xx_page_and_store_nothing(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "invalid", |_| {});
+    let b = app.browser();
+    let (page, path) = walk_to(&b, "/s/invalid", "feelings-now");
+    let csrf = page.csrf();
+    let items = items_on(&page);
+    assert_eq!(items.len(), 20);
+    let owned: Vec<(String, String)> = items[..19]
+        .iter()
+        .map(|n| (format!("item-{n}"), "3".to_string()))
+        .collect();
+    let mut fields: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    fields.push(("csrf", &csrf));
+    let r = b.post(&path, &fields);
+    assert_eq!(r.status, 422);
+    assert!(r.body.contains("Please answer every item"), "{}", r.body);
+    assert!(r.body.contains(&format!("err-item-{}", items[19])));
+    assert!(r.body.contains("checked"), "what was entered is kept");
+    let last = format!("item-{}", items[19]);
+    fields.push((&last, "9"));
+    let r = b.post(&path, &fields);
+    assert_eq!(r.status, 422);
+    assert!(r.body.contains("from 1 to 5"), "{}", r.body);
+    fields.pop();
+    let long = "3".repeat(10_000);
+    fields.push((&last, &long));
+    assert_eq!(b.post(&path, &fields).status, 400);
+    fields.pop();
+    fields.push((&last, "3"));
+    fields.push(("sneaky", "1"));
+    assert_eq!(b.post(&path, &fields).status, 400);
+    assert_eq!(count(&app, "responses"), 0);
+    // Still on the same page.
+    assert_eq!(b.open("/s/invalid").1, path);
+}
+
+fn declining_consent_ends_with_no_consent_and_stores_nothing(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "decline", |_| {});
+    let b = app.browser();
+    let (consent, path) = b.open(&format!("/s/decline?PROLIFIC_PID={PID}"));
+    let r = b.post(&path, &[("csrf", &consent.csrf()), ("consent", "no")]);
+    assert_eq!(r.status, 303);
+    assert_eq!(
+        r.location(),
+        Some("https://app.prolific.com/submissions/complete?cc=NOCONSENT1")
+    );
+    let p = participant(&app, "decline", PID);
+    assert_eq!(p.status, "no_consent");
+    assert!(p.situation_id.is_none(), "no situation reserved");
+    assert_eq!(count(&app, "responses"), 0);
+    let (page, _) = b.open("/s/decline");
+    assert!(page.body.contains("NOCONSENT1"));
+}
+
+fn withdrawing_deletes_the_answers(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "withdraw", |_| {});
+    let b = app.browser();
+    let (page, _) = walk_to(&b, &format!("/s/withdraw?PROLIFIC_PID={PID}"), "situation");
+    assert_eq!(count(&app, "responses"), 20);
+    assert!(
+        page.body.contains("/s/withdraw/withdraw"),
+        "every page links to withdrawal"
+    );
+    let confirm = b.get("/s/withdraw/withdraw");
+    assert_eq!(confirm.status, 200);
+    let r = b.post("/s/withdraw/withdraw", &[("csrf", &confirm.csrf())]);
+    assert_eq!(
+        (r.status, r.location()),
+        (303, Some("/s/withdraw/withdrawn"))
+    );
+    assert_eq!(count(&app, "responses"), 0);
+    let p = participant(&app, "withdraw", PID);
+    assert_eq!(p.status, "withdrawn");
+    assert!(p.demographics.is_none());
+    let (page, _) = b.open("/s/withdraw");
+    assert!(
+        page.body.contains("return your submission"),
+        "{}",
+        page.body
+    );
+    // The same Prolific id coming back does not start again.
+    let (_, path) = app
+        .browser()
+        .open(&format!("/s/withdraw?PROLIFIC_PID={PID}"));
+    assert!(path.ends_with("/withdrawn"));
+}
+
+fn a_forged_or_missing_csrf_token_is_refused(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "csrf", |_| {});
+    let b = app.browser();
+    let (_, path) = b.open("/s/csrf");
+    let r = b.post(&path, &[("consent", "yes")]);
+    assert_eq!(r.status, 403);
+    let r = b.post(
+        &path,
+        &[("consent", "yes"), ("csrf", "forged-forged-forged-forged")],
+    );
+    assert_eq!(r.status, 403);
+    assert!(r.body.contains("Not allowed"));
+    assert_eq!(b.open("/s/csrf").1, path, "still on consent");
+    let r = b.post("/s/csrf/withdraw", &[("csrf", "nope")]);
+    assert_eq!(r.status, 403);
+}
+
+fn the_completion_redirect_is_never_sent_before_the_commit(db: TestDb) {
+    let backend = db.backend;
+    let app = spawn_app(db);
+    make_study(&app, "commit", |_| {});
+    let b = app.browser();
+    let (debrief, path) = walk_to(&b, &format!("/s/commit?PROLIFIC_PID={PID}"), "debrief");
+    // Make the final write fail inside the database.
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let (create, drop_sql) = match backend {
+        Backend::Sqlite => (
+            "CREATE TRIGGER block_completion BEFORE UPDATE OF status ON participants \
+             WHEN NEW.status = 'completed' BEGIN SELECT RAISE(ABORT, 'simulated failure'); END;",
+            "DROP TRIGGER block_completion;",
+        ),
+        Backend::Postgres => (
+            "CREATE FUNCTION block_completion() RETURNS trigger AS $$ BEGIN \
+             IF NEW.status = 'completed' THEN RAISE EXCEPTION 'simulated failure'; END IF; \
+             RETURN NEW; END $$ LANGUAGE plpgsql; \
+             CREATE TRIGGER block_completion BEFORE UPDATE ON participants \
+             FOR EACH ROW EXECUTE FUNCTION block_completion();",
+            "DROP TRIGGER block_completion ON participants; DROP FUNCTION block_completion();",
+        ),
+    };
+    conn.batch_execute(create).unwrap();
+    let r = submit_current(&b, &path, &debrief);
+    assert!(r.status >= 500, "status {}", r.status);
+    assert!(r.location().is_none(), "no redirect after a failed write");
+    assert!(!r.body.contains("COMPLETE1"));
+    let p = participant(&app, "commit", PID);
+    assert_eq!((p.status.as_str(), p.page.as_str()), ("active", "debrief"));
+    // Once the database accepts the write, the same submit completes.
+    conn.batch_execute(drop_sql).unwrap();
+    let r = submit_current(&b, &path, &debrief);
+    assert_eq!(
+        r.location(),
+        Some("https://app.prolific.com/submissions/complete?cc=COMPLETE1")
+    );
+    assert_eq!(participant(&app, "commit", PID).status, "completed");
+}
+
+fn closed_and_full_studies_show_a_polite_page(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "tiny", |c| c.target_per_situation = 1);
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        use diesel::prelude::*;
+        diesel::update(store::schema::studies::table)
+            .set(store::schema::studies::status.eq("closed"))
+            .execute(&mut conn)
+            .unwrap();
+    }
+    let (r, _) = app.browser().open(&format!("/s/tiny?PROLIFIC_PID={PID}"));
+    assert_eq!(r.status, 200);
+    assert!(
+        r.body.contains("not open") && r.body.contains("return your submission"),
+        "{}",
+        r.body
+    );
+    assert_eq!(count(&app, "participants"), 0);
+    assert_eq!(app.browser().get("/s/nosuchstudy").status, 404);
+}
+
+on_both_backends!(
+    the_whole_flow_from_the_prolific_link_to_the_completion_redirect,
+    the_same_prolific_id_resumes_the_same_participant,
+    the_cookie_resumes_after_closing_the_tab,
+    a_double_submitted_page_stores_one_set_of_answers,
+    back_and_resubmit_of_an_earlier_page_changes_nothing,
+    skipping_ahead_by_url_redirects_to_the_current_page,
+    missing_or_out_of_range_answers_get_a_4xx_page_and_store_nothing,
+    declining_consent_ends_with_no_consent_and_stores_nothing,
+    withdrawing_deletes_the_answers,
+    a_forged_or_missing_csrf_token_is_refused,
+    the_completion_redirect_is_never_sent_before_the_commit,
+    closed_and_full_studies_show_a_polite_page,
+);
