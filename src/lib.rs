@@ -1,6 +1,7 @@
 //! emotionbench: the EmotionBench protocol (Huang et al., NeurIPS 2024) for people and LLMs from
 //! one definition. See ARCHITECTURE.md for the map.
 
+pub mod admin;
 pub mod auth;
 pub mod config;
 pub mod domain;

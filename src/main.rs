@@ -39,6 +39,35 @@ enum Command {
     /// Situation sets and their situations.
     #[command(subcommand)]
     Situations(SituationsCommand),
+    /// Accounts of researchers and admins.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+    /// Data retention.
+    #[command(subcommand)]
+    Retention(RetentionCommand),
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Create an account. The password is read from a prompt, or from the first line of
+    /// standard input when that is not a terminal; never from an argument.
+    CreateUser {
+        email: String,
+        #[arg(long, value_parser = ["admin", "researcher"])]
+        role: String,
+    },
+    /// List the accounts.
+    ListUsers,
+    /// Set a new password (read like create-user); ends the account's sessions.
+    SetPassword { email: String },
+    /// Disable an account; ends its sessions.
+    DisableUser { email: String },
+}
+
+#[derive(Subcommand)]
+enum RetentionCommand {
+    /// Delete the participant data of every study whose retention date has passed.
+    Run,
 }
 
 #[derive(Args)]
@@ -222,6 +251,86 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Admin(cmd) => {
+            use emotionbench::auth::password;
+            use emotionbench::store::{audit, users};
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            match cmd {
+                AdminCommand::CreateUser { email, role } => {
+                    anyhow::ensure!(
+                        email.contains('@') && email.len() <= 254,
+                        "{email:?} is not an email address"
+                    );
+                    let role: users::Role = role.parse().map_err(anyhow::Error::msg)?;
+                    let hash = password::hash(&read_password()?)?;
+                    users::create(&mut conn, &email, &hash, role)?;
+                    audit::record(
+                        &mut conn,
+                        &audit::Actor::Cli,
+                        "user.create",
+                        Some(&email),
+                        None,
+                    )?;
+                    println!("created {} account {email}", role.as_str());
+                }
+                AdminCommand::ListUsers => {
+                    println!("{:<40} {:<11} STATUS", "EMAIL", "ROLE");
+                    for u in users::list(&mut conn)? {
+                        println!(
+                            "{:<40} {:<11} {}",
+                            u.email,
+                            u.role.as_str(),
+                            if u.disabled { "disabled" } else { "active" }
+                        );
+                    }
+                }
+                AdminCommand::SetPassword { email } => {
+                    let hash = password::hash(&read_password()?)?;
+                    users::set_password(&mut conn, &email, &hash)?;
+                    audit::record(
+                        &mut conn,
+                        &audit::Actor::Cli,
+                        "user.set-password",
+                        Some(&email),
+                        None,
+                    )?;
+                    println!("password changed for {email}; its sessions have ended");
+                }
+                AdminCommand::DisableUser { email } => {
+                    users::disable(&mut conn, &email)?;
+                    audit::record(
+                        &mut conn,
+                        &audit::Actor::Cli,
+                        "user.disable",
+                        Some(&email),
+                        None,
+                    )?;
+                    println!("disabled {email}; its sessions have ended");
+                }
+            }
+            Ok(())
+        }
+        Command::Retention(RetentionCommand::Run) => {
+            use emotionbench::store::{audit, studies};
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let done = studies::apply_retention(&mut conn)?;
+            if done.is_empty() {
+                println!("no study is past its retention date");
+            }
+            for (slug, n) in done {
+                audit::record(
+                    &mut conn,
+                    &audit::Actor::Cli,
+                    "retention.delete",
+                    Some(&slug),
+                    Some(&serde_json::json!({"participants": n})),
+                )?;
+                println!("{slug}: deleted {n} participants");
+            }
+            Ok(())
+        }
         Command::Situations(SituationsCommand::List { set }) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
@@ -254,6 +363,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Reads a new password: twice from the terminal, or one line of piped standard input.
+fn read_password() -> anyhow::Result<String> {
+    use std::io::IsTerminal;
+    let password = if std::io::stdin().is_terminal() {
+        let a = rpassword::prompt_password("New password: ")?;
+        let b = rpassword::prompt_password("Repeat it: ")?;
+        anyhow::ensure!(a == b, "the two passwords differ");
+        a
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    };
+    anyhow::ensure!(
+        password.chars().count() >= 10,
+        "the password must have at least 10 characters"
+    );
+    Ok(password)
 }
 
 fn serve(settings: Settings, pool: store::Pool, on_ready: impl FnOnce(&str)) -> anyhow::Result<()> {

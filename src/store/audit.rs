@@ -8,8 +8,13 @@ use super::{DbConnection, UserId, now};
 /// Who acted: a signed-in user, or the command line.
 #[derive(Debug, Clone)]
 pub enum Actor {
-    User { id: UserId, email: String },
+    User {
+        id: UserId,
+        email: String,
+    },
     Cli,
+    /// Not signed in (e.g. a failed login).
+    Anonymous,
 }
 
 pub fn record(
@@ -22,6 +27,7 @@ pub fn record(
     let (user_id, name) = match actor {
         Actor::User { id, email } => (Some(id.0), email.as_str()),
         Actor::Cli => (None, "cli"),
+        Actor::Anonymous => (None, "anonymous"),
     };
     diesel::insert_into(audit_log::table)
         .values((
@@ -34,4 +40,44 @@ pub fn record(
         ))
         .execute(conn)?;
     Ok(())
+}
+
+/// One entry as shown to admins.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Entry {
+    pub at: chrono::NaiveDateTime,
+    pub actor: String,
+    pub action: String,
+    pub target: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// The most recent entries, newest first.
+pub fn recent(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<Entry>> {
+    Ok(audit_log::table
+        .order(audit_log::id.desc())
+        .limit(limit)
+        .select((
+            audit_log::at,
+            audit_log::actor,
+            audit_log::action,
+            audit_log::target,
+            audit_log::detail,
+        ))
+        .load::<(
+            chrono::NaiveDateTime,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+        )>(conn)?
+        .into_iter()
+        .map(|(at, actor, action, target, detail)| Entry {
+            at,
+            actor,
+            action,
+            target,
+            detail,
+        })
+        .collect())
 }

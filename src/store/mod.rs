@@ -4,8 +4,10 @@
 pub mod audit;
 pub mod db;
 pub mod instruments;
+pub mod monitor;
 pub mod participants;
 pub mod schema;
+pub mod sessions;
 pub mod situations;
 pub mod studies;
 pub mod users;

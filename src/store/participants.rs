@@ -490,3 +490,15 @@ pub fn situation_of(
         None => Ok(None),
     }
 }
+
+/// Deletes one participant (by participant number or Prolific id) and, by cascade,
+/// everything they submitted.
+pub fn delete(conn: &mut DbConnection, study_id: i64, which: &str) -> QueryResult<usize> {
+    let by_study = participants::table.filter(participants::study_id.eq(study_id));
+    match which.parse::<i64>() {
+        Ok(id) => diesel::delete(by_study.filter(participants::id.eq(id))).execute(conn),
+        Err(_) => {
+            diesel::delete(by_study.filter(participants::prolific_pid.eq(which))).execute(conn)
+        }
+    }
+}

@@ -203,3 +203,125 @@ pub fn load(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<Study>> {
         .first(conn)
         .optional()
 }
+
+/// Every study, newest first (for the researchers' list).
+pub fn list_all(conn: &mut DbConnection) -> QueryResult<Vec<StudySummary>> {
+    let rows = studies::table
+        .order(studies::id.desc())
+        .select((
+            studies::id,
+            studies::slug,
+            studies::title,
+            studies::status,
+            studies::situation_set_id,
+        ))
+        .load(conn)?;
+    rows.into_iter().map(|r| summary(conn, r)).collect()
+}
+
+/// Changes the settings of a study (its slug stays: links have been shared).
+pub fn update(
+    conn: &mut DbConnection,
+    id: StudyId,
+    config: &StudyConfig,
+    instrument: InstrumentId,
+    set: Option<SituationSetId>,
+    retention_until: Option<chrono::NaiveDateTime>,
+) -> Result<(), StoreError> {
+    config.validate().map_err(StoreError::Conflict)?;
+    let demographics = serde_json::to_string(&config.demographics)
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    diesel::update(studies::table.find(id.0))
+        .set((
+            (
+                studies::title.eq(&config.title),
+                studies::instrument_id.eq(instrument.0),
+                studies::situation_set_id.eq(set.map(|s| s.0)),
+                studies::consent_text.eq(&config.consent_text),
+                studies::debrief_text.eq(&config.debrief_text),
+                studies::target_per_situation.eq(config.target_per_situation),
+                studies::item_order.eq(if config.shuffle_items {
+                    "shuffled"
+                } else {
+                    "fixed"
+                }),
+                studies::attention_check.eq(if config.attention_check_ends {
+                    "end"
+                } else {
+                    "flag"
+                }),
+                studies::demographics.eq(demographics),
+            ),
+            (
+                studies::pid_param.eq(&config.pid_param),
+                studies::study_id_param.eq(&config.study_id_param),
+                studies::session_id_param.eq(&config.session_id_param),
+                studies::code_completed.eq(&config.code_completed),
+                studies::code_no_consent.eq(&config.code_no_consent),
+                studies::code_failed_check.eq(&config.code_failed_check),
+                studies::code_screened_out.eq(&config.code_screened_out),
+                studies::min_situation_seconds.eq(config.min_situation_seconds),
+                studies::reservation_minutes.eq(config.reservation_minutes),
+                studies::retention_until.eq(retention_until),
+                studies::updated_at.eq(now()),
+            ),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Moves a study through its lifecycle (participants in progress may finish after closing).
+pub fn set_status(conn: &mut DbConnection, id: StudyId, status: StudyStatus) -> QueryResult<()> {
+    let t = now();
+    let q = diesel::update(studies::table.find(id.0));
+    match status {
+        StudyStatus::Open => q
+            .set((
+                studies::status.eq(status.as_str()),
+                studies::opened_at.eq(Some(t)),
+                studies::updated_at.eq(t),
+            ))
+            .execute(conn)?,
+        StudyStatus::Closed => q
+            .set((
+                studies::status.eq(status.as_str()),
+                studies::closed_at.eq(Some(t)),
+                studies::updated_at.eq(t),
+            ))
+            .execute(conn)?,
+        StudyStatus::Draft => q
+            .set((
+                studies::status.eq(status.as_str()),
+                studies::updated_at.eq(t),
+            ))
+            .execute(conn)?,
+    };
+    Ok(())
+}
+
+/// Deletes a study and, by cascade, its participants, answers and model runs.
+pub fn delete(conn: &mut DbConnection, id: StudyId) -> QueryResult<usize> {
+    diesel::delete(studies::table.find(id.0)).execute(conn)
+}
+
+/// Deletes the participant data of studies whose retention date has passed; the studies
+/// themselves stay (closed) so their settings remain on record. Returns (study, participants).
+pub fn apply_retention(conn: &mut DbConnection) -> QueryResult<Vec<(String, usize)>> {
+    use super::schema::participants;
+    let t = now();
+    let due: Vec<(i64, String)> = studies::table
+        .filter(studies::retention_until.le(t))
+        .select((studies::id, studies::slug))
+        .load(conn)?;
+    let mut out = Vec::new();
+    for (id, slug) in due {
+        let n = conn.transaction(|conn| {
+            let n = diesel::delete(participants::table.filter(participants::study_id.eq(id)))
+                .execute(conn)?;
+            set_status(conn, StudyId(id), StudyStatus::Closed)?;
+            Ok::<_, diesel::result::Error>(n)
+        })?;
+        out.push((slug, n));
+    }
+    Ok(out)
+}

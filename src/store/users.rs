@@ -83,3 +83,105 @@ pub fn password_hash(conn: &mut DbConnection, email: &str) -> QueryResult<Option
         .first(conn)
         .optional()
 }
+
+/// An account as the application sees it (never with its hash).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct User {
+    pub id: UserId,
+    pub email: String,
+    pub role: Role,
+    pub disabled: bool,
+    pub created_at: chrono::NaiveDateTime,
+}
+
+type UserRow = (i64, String, String, bool, chrono::NaiveDateTime);
+
+fn user(row: UserRow) -> User {
+    let (id, email, role, disabled, created_at) = row;
+    User {
+        id: UserId(id),
+        email,
+        // An unknown role in the database grants the least.
+        role: role.parse().unwrap_or(Role::Researcher),
+        disabled,
+        created_at,
+    }
+}
+
+pub fn list(conn: &mut DbConnection) -> QueryResult<Vec<User>> {
+    Ok(users::table
+        .order(users::email)
+        .select((
+            users::id,
+            users::email,
+            users::role,
+            users::disabled,
+            users::created_at,
+        ))
+        .load::<UserRow>(conn)?
+        .into_iter()
+        .map(user)
+        .collect())
+}
+
+/// The account and its hash, for login.
+pub fn for_login(conn: &mut DbConnection, email: &str) -> QueryResult<Option<(User, String)>> {
+    Ok(users::table
+        .filter(users::email.eq(email.trim().to_lowercase()))
+        .select((
+            (
+                users::id,
+                users::email,
+                users::role,
+                users::disabled,
+                users::created_at,
+            ),
+            users::password_hash,
+        ))
+        .first::<(UserRow, String)>(conn)
+        .optional()?
+        .map(|(row, hash)| (user(row), hash)))
+}
+
+/// Sets a new password hash and ends every session of the account.
+pub fn set_password(
+    conn: &mut DbConnection,
+    email: &str,
+    password_hash: &str,
+) -> Result<UserId, StoreError> {
+    conn.transaction(|conn| {
+        let t = now();
+        let id = users::table
+            .filter(users::email.eq(email.trim().to_lowercase()))
+            .select(users::id)
+            .first::<i64>(conn)
+            .optional()?
+            .ok_or_else(|| StoreError::Conflict(format!("no account for {email}")))?;
+        diesel::update(users::table.find(id))
+            .set((
+                users::password_hash.eq(password_hash),
+                users::password_changed_at.eq(t),
+                users::updated_at.eq(t),
+            ))
+            .execute(conn)?;
+        super::sessions::end_all(conn, UserId(id))?;
+        Ok(UserId(id))
+    })
+}
+
+/// Disables an account and ends its sessions.
+pub fn disable(conn: &mut DbConnection, email: &str) -> Result<UserId, StoreError> {
+    conn.transaction(|conn| {
+        let id = users::table
+            .filter(users::email.eq(email.trim().to_lowercase()))
+            .select(users::id)
+            .first::<i64>(conn)
+            .optional()?
+            .ok_or_else(|| StoreError::Conflict(format!("no account for {email}")))?;
+        diesel::update(users::table.find(id))
+            .set((users::disabled.eq(true), users::updated_at.eq(now())))
+            .execute(conn)?;
+        super::sessions::end_all(conn, UserId(id))?;
+        Ok(UserId(id))
+    })
+}

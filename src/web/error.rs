@@ -16,6 +16,11 @@ pub enum AppError {
     BadRequest(String),
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// Not signed in: pages redirect to the login page, downloads answer 401.
+    #[error("not signed in")]
+    Unauthorized { next: String, download: bool },
+    #[error("too many requests: {0}")]
+    TooManyRequests(String),
     #[error("database unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -47,6 +52,11 @@ impl ResponseError for AppError {
             AppError::NotFound => StatusCode::NOT_FOUND,
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::Unauthorized { download: true, .. } => StatusCode::UNAUTHORIZED,
+            AppError::Unauthorized {
+                download: false, ..
+            } => StatusCode::SEE_OTHER,
+            AppError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -54,10 +64,32 @@ impl ResponseError for AppError {
 
     fn error_response(&self) -> HttpResponse {
         let status = self.status_code();
+        if let AppError::Unauthorized {
+            next,
+            download: false,
+        } = self
+        {
+            let mut target = String::from("/admin/login?next=");
+            for b in next.bytes() {
+                if b.is_ascii_alphanumeric() || b"/-_.".contains(&b) {
+                    target.push(b as char);
+                } else {
+                    target.push_str(&format!("%{b:02X}"));
+                }
+            }
+            return HttpResponse::SeeOther()
+                .insert_header(("Location", target))
+                .insert_header(("Cache-Control", "no-store"))
+                .finish();
+        }
         let (title, message) = match self {
             AppError::NotFound => ("Page not found", "There is no page at this address."),
             AppError::BadRequest(m) => ("Something is wrong with this request", m.as_str()),
             AppError::Forbidden(m) => ("Not allowed", m.as_str()),
+            AppError::Unauthorized { .. } => {
+                ("Please sign in", "This download needs a signed-in account.")
+            }
+            AppError::TooManyRequests(m) => ("Please wait", m.as_str()),
             AppError::Unavailable(_) => (
                 "Temporarily unavailable",
                 "The server cannot reach its database right now. Your earlier answers are safe; \

@@ -79,18 +79,59 @@ impl AppState {
     }
 }
 
-/// Every route of the application, in one table.
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    use crate::survey::{entry, pages};
-    cfg.route("/", web::get().to(home::index))
-        .route("/healthz", web::get().to(home::health))
-        .route("/assets/{file}", web::get().to(assets::serve))
-        // Participants.
-        .route("/s/{study}", web::get().to(entry::get))
-        .route("/s/{study}/withdraw", web::get().to(pages::withdraw_form))
-        .route("/s/{study}/withdraw", web::post().to(pages::withdraw))
-        .route("/s/{study}/{page}", web::get().to(pages::get))
-        .route("/s/{study}/{page}", web::post().to(pages::post));
+/// Who may use a route. The route-matrix test checks every entry of [`ROUTES`] behaves so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (start page, health, assets, login).
+    Public,
+    /// Participants (the survey; its own cookie and CSRF rules).
+    Participant,
+    /// Any signed-in account; anonymous visitors are sent to the login page.
+    Researcher,
+    /// A signed-in researcher download; anonymous visitors get 401.
+    ResearcherDownload,
+    /// Admins only: researchers get 403.
+    Admin,
+}
+
+macro_rules! route_table {
+    ($($method:ident $path:literal => $handler:path, $access:ident;)*) => {
+        /// Every route of the application, in one table: method, path, access.
+        pub const ROUTES: &[(&str, &str, Access)] = &[$((stringify!($method), $path, Access::$access),)*];
+
+        /// Registers every route of [`ROUTES`]; order matters where paths overlap.
+        pub fn routes(cfg: &mut web::ServiceConfig) {
+            $(cfg.route($path, web::$method().to($handler));)*
+        }
+    };
+}
+
+route_table! {
+    get  "/"                                        => home::index, Public;
+    get  "/healthz"                                 => home::health, Public;
+    get  "/assets/{file}"                           => assets::serve, Public;
+    // Participants.
+    get  "/s/{study}"                               => crate::survey::entry::get, Participant;
+    get  "/s/{study}/withdraw"                      => crate::survey::pages::withdraw_form, Participant;
+    post "/s/{study}/withdraw"                      => crate::survey::pages::withdraw, Participant;
+    get  "/s/{study}/{page}"                        => crate::survey::pages::get, Participant;
+    post "/s/{study}/{page}"                        => crate::survey::pages::post, Participant;
+    // Researchers and admins.
+    get  "/admin/login"                             => crate::admin::login::form, Public;
+    post "/admin/login"                             => crate::admin::login::submit, Public;
+    post "/admin/logout"                            => crate::admin::login::logout, Researcher;
+    get  "/admin"                                   => crate::admin::studies::list, Researcher;
+    get  "/admin/studies/new"                       => crate::admin::studies::new_form, Admin;
+    post "/admin/studies"                           => crate::admin::studies::create, Admin;
+    get  "/admin/studies/{study}"                   => crate::admin::studies::monitor, Researcher;
+    get  "/admin/studies/{study}/edit"              => crate::admin::studies::edit_form, Admin;
+    post "/admin/studies/{study}"                   => crate::admin::studies::update, Admin;
+    post "/admin/studies/{study}/status"            => crate::admin::studies::set_status, Admin;
+    get  "/admin/studies/{study}/delete"            => crate::admin::studies::delete_form, Admin;
+    post "/admin/studies/{study}/delete"            => crate::admin::studies::delete, Admin;
+    post "/admin/studies/{study}/participants/delete" => crate::admin::studies::delete_participant, Admin;
+    get  "/admin/users"                             => crate::admin::users::list, Admin;
+    get  "/admin/audit"                             => crate::admin::audit::list, Admin;
 }
 
 /// Renders a page with 200. Pages may hold answers: never cached.

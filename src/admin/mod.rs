@@ -1,0 +1,131 @@
+//! Researcher and admin pages. Access is enforced by extractors: a handler that takes
+//! `Researcher` needs any signed-in account, one that takes `Admin` needs the admin role.
+//! Anonymous visitors are sent to the login page (or get 401 on downloads).
+
+pub mod audit;
+pub mod login;
+pub mod studies;
+pub mod users;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
+
+use crate::auth::token_hash;
+use crate::store::sessions::{self, Session};
+use crate::store::users::Role;
+use crate::web::{AppError, AppState};
+
+pub const SESSION_COOKIE: &str = "eb_session";
+
+/// Any signed-in account (researcher or admin).
+pub struct Researcher(pub Session);
+
+/// A signed-in admin.
+pub struct Admin(pub Session);
+
+async fn session_of(req: HttpRequest) -> Result<Session, AppError> {
+    let unauthorized = || AppError::Unauthorized {
+        next: req.path().to_owned(),
+        download: req.path().contains("/export/"),
+    };
+    let Some(token) = req.cookie(SESSION_COOKIE).map(|c| c.value().to_owned()) else {
+        return Err(unauthorized());
+    };
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .ok_or_else(|| AppError::Internal("no application state".into()))?
+        .clone();
+    let hash = token_hash(&token);
+    state
+        .db(move |conn| Ok(sessions::find(conn, &hash)?))
+        .await?
+        .ok_or_else(unauthorized)
+}
+
+impl FromRequest for Researcher {
+    type Error = AppError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, AppError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { session_of(req).await.map(Researcher) })
+    }
+}
+
+impl FromRequest for Admin {
+    type Error = AppError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, AppError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let s = session_of(req).await?;
+            if s.user.role == Role::Admin {
+                Ok(Admin(s))
+            } else {
+                Err(AppError::Forbidden("This page is for admins only.".into()))
+            }
+        })
+    }
+}
+
+impl Researcher {
+    pub fn session(&self) -> &Session {
+        &self.0
+    }
+}
+
+impl Admin {
+    pub fn session(&self) -> &Session {
+        &self.0
+    }
+}
+
+/// Checks the session's CSRF token against the form's (403 otherwise).
+pub fn check_csrf(session: &Session, fields: &[(String, String)]) -> Result<(), AppError> {
+    let given = fields
+        .iter()
+        .find(|(k, _)| k == "csrf")
+        .map(|(_, v)| v.as_bytes());
+    match given {
+        Some(g) if crate::survey::context::constant_time_eq(g, session.csrf_token.as_bytes()) => Ok(()),
+        _ => Err(AppError::Forbidden(
+            "This form has expired or did not come from this site. Please reload the page and try again.".into(),
+        )),
+    }
+}
+
+/// One field of a submitted form.
+pub fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// What every admin page shows around its content.
+pub struct Nav {
+    pub email: String,
+    pub is_admin: bool,
+    pub csrf: String,
+}
+
+impl Nav {
+    pub fn of(s: &Session) -> Nav {
+        Nav {
+            email: s.user.email.clone(),
+            is_admin: s.user.role == Role::Admin,
+            csrf: s.csrf_token.clone(),
+        }
+    }
+}
+
+/// The audit actor for a session.
+pub fn actor(s: &Session) -> crate::store::audit::Actor {
+    crate::store::audit::Actor::User {
+        id: s.user.id,
+        email: s.user.email.clone(),
+    }
+}

@@ -1,0 +1,584 @@
+//! Studies: the list, create and edit (admins), lifecycle (admins), the live monitor
+//! (researchers), deletion of a participant or a whole study (admins, typed confirmation).
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use chrono::NaiveDate;
+use diesel::Connection;
+
+use super::{Admin, Nav, Researcher, actor, check_csrf, field};
+use crate::domain::study::{StudyConfig, StudyStatus};
+use crate::store::instruments::{self, InstrumentSummary};
+use crate::store::monitor::{self, Monitor};
+use crate::store::situations::{self, SetSummary};
+use crate::store::studies::{self, Study, StudySummary};
+use crate::store::{InstrumentId, SituationSetId, StoreError, StudyId, audit, participants};
+use crate::survey::context::see_other;
+use crate::web::{AppError, AppState, render, render_status};
+
+#[derive(Template)]
+#[template(path = "admin/studies.html")]
+struct ListPage {
+    nav: Nav,
+    studies: Vec<StudySummary>,
+}
+
+pub async fn list(state: web::Data<AppState>, user: Researcher) -> Result<HttpResponse, AppError> {
+    let studies = state.db(|conn| Ok(studies::list_all(conn)?)).await?;
+    render(ListPage {
+        nav: Nav::of(user.session()),
+        studies,
+    })
+}
+
+/// The values shown in the study form.
+pub struct FormValues {
+    pub slug: String,
+    pub title: String,
+    pub consent_text: String,
+    pub debrief_text: String,
+    pub instrument: String,
+    pub set: String,
+    pub target: String,
+    pub shuffle: bool,
+    pub check_ends: bool,
+    pub pid_param: String,
+    pub study_id_param: String,
+    pub session_id_param: String,
+    pub code_completed: String,
+    pub code_no_consent: String,
+    pub code_failed_check: String,
+    pub code_screened_out: String,
+    pub min_seconds: String,
+    pub reservation_minutes: String,
+    pub retention: String,
+}
+
+impl FormValues {
+    fn of(
+        c: &StudyConfig,
+        instrument: &str,
+        set: &str,
+        retention: Option<chrono::NaiveDateTime>,
+    ) -> Self {
+        Self {
+            slug: c.slug.clone(),
+            title: c.title.clone(),
+            consent_text: c.consent_text.clone(),
+            debrief_text: c.debrief_text.clone(),
+            instrument: instrument.to_owned(),
+            set: set.to_owned(),
+            target: c.target_per_situation.to_string(),
+            shuffle: c.shuffle_items,
+            check_ends: c.attention_check_ends,
+            pid_param: c.pid_param.clone(),
+            study_id_param: c.study_id_param.clone(),
+            session_id_param: c.session_id_param.clone(),
+            code_completed: c.code_completed.clone().unwrap_or_default(),
+            code_no_consent: c.code_no_consent.clone().unwrap_or_default(),
+            code_failed_check: c.code_failed_check.clone().unwrap_or_default(),
+            code_screened_out: c.code_screened_out.clone().unwrap_or_default(),
+            min_seconds: c.min_situation_seconds.to_string(),
+            reservation_minutes: c.reservation_minutes.to_string(),
+            retention: retention.map(|d| d.date().to_string()).unwrap_or_default(),
+        }
+    }
+
+    fn from_form(f: &[(String, String)]) -> Self {
+        let g = |n: &str| field(f, n).unwrap_or("").to_owned();
+        Self {
+            slug: g("slug"),
+            title: g("title"),
+            consent_text: g("consent_text"),
+            debrief_text: g("debrief_text"),
+            instrument: g("instrument"),
+            set: g("set"),
+            target: g("target"),
+            shuffle: field(f, "shuffle") == Some("on"),
+            check_ends: field(f, "check_ends") == Some("on"),
+            pid_param: g("pid_param"),
+            study_id_param: g("study_id_param"),
+            session_id_param: g("session_id_param"),
+            code_completed: g("code_completed"),
+            code_no_consent: g("code_no_consent"),
+            code_failed_check: g("code_failed_check"),
+            code_screened_out: g("code_screened_out"),
+            min_seconds: g("min_seconds"),
+            reservation_minutes: g("reservation_minutes"),
+            retention: g("retention"),
+        }
+    }
+
+    /// Parses into a configuration, or the list of problems.
+    fn parse(&self) -> Result<(StudyConfig, Option<NaiveDate>), Vec<String>> {
+        let mut errors = Vec::new();
+        let int = |v: &str, what: &str, errors: &mut Vec<String>| -> i32 {
+            v.trim().parse().unwrap_or_else(|_| {
+                errors.push(format!("{what} must be a whole number."));
+                0
+            })
+        };
+        let code = |v: &str| Some(v.trim().to_owned()).filter(|s| !s.is_empty());
+        let param_ok = |v: &str| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let mut c = StudyConfig::new(self.slug.trim(), self.title.trim());
+        c.consent_text = self.consent_text.replace("\r\n", "\n");
+        c.debrief_text = self.debrief_text.replace("\r\n", "\n");
+        c.target_per_situation = int(&self.target, "The target per situation", &mut errors);
+        c.shuffle_items = self.shuffle;
+        c.attention_check_ends = self.check_ends;
+        for (v, what) in [
+            (&self.pid_param, "participant"),
+            (&self.study_id_param, "study"),
+            (&self.session_id_param, "session"),
+        ] {
+            if !param_ok(v.trim()) {
+                errors.push(format!(
+                    "The {what} id parameter name must be letters, digits or '_'."
+                ));
+            }
+        }
+        c.pid_param = self.pid_param.trim().to_owned();
+        c.study_id_param = self.study_id_param.trim().to_owned();
+        c.session_id_param = self.session_id_param.trim().to_owned();
+        c.code_completed = code(&self.code_completed);
+        c.code_no_consent = code(&self.code_no_consent);
+        c.code_failed_check = code(&self.code_failed_check);
+        c.code_screened_out = code(&self.code_screened_out);
+        for v in [
+            &c.code_completed,
+            &c.code_no_consent,
+            &c.code_failed_check,
+            &c.code_screened_out,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if v.len() > 64
+                || !v
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
+            {
+                errors.push(format!(
+                    "Completion code {v:?} may use only letters, digits, '-' and '_'."
+                ));
+            }
+        }
+        c.min_situation_seconds = int(&self.min_seconds, "The minimum situation time", &mut errors);
+        c.reservation_minutes = int(
+            &self.reservation_minutes,
+            "The reservation timeout",
+            &mut errors,
+        );
+        if c.consent_text.len() > 20_000 || c.debrief_text.len() > 20_000 || c.title.len() > 200 {
+            errors.push("A text is too long.".into());
+        }
+        let retention = match self.retention.trim() {
+            "" => None,
+            d => match NaiveDate::parse_from_str(d, "%Y-%m-%d") {
+                Ok(d) => Some(d),
+                Err(_) => {
+                    errors.push("The retention date must look like 2027-12-31.".into());
+                    None
+                }
+            },
+        };
+        if let Err(e) = c.validate() {
+            errors.push(e);
+        }
+        if errors.is_empty() {
+            Ok((c, retention))
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/study_form.html")]
+struct FormPage {
+    nav: Nav,
+    creating: bool,
+    values: FormValues,
+    instruments: Vec<InstrumentSummary>,
+    sets: Vec<SetSummary>,
+    errors: Vec<String>,
+}
+
+async fn choices(state: &AppState) -> Result<(Vec<InstrumentSummary>, Vec<SetSummary>), AppError> {
+    state
+        .db(|conn| Ok((instruments::list(conn)?, situations::sets(conn)?)))
+        .await
+}
+
+pub async fn new_form(state: web::Data<AppState>, admin: Admin) -> Result<HttpResponse, AppError> {
+    let (instruments, sets) = choices(&state).await?;
+    let mut c = StudyConfig::new("", "");
+    c.consent_text = String::new();
+    render(FormPage {
+        nav: Nav::of(admin.session()),
+        creating: true,
+        values: FormValues::of(
+            &c,
+            "PANAS",
+            sets.first().map(|s| s.name.as_str()).unwrap_or(""),
+            None,
+        ),
+        instruments,
+        sets,
+        errors: Vec::new(),
+    })
+}
+
+/// Resolves the instrument key and set name chosen in the form.
+fn resolve(
+    conn: &mut crate::store::DbConnection,
+    v: &FormValues,
+) -> Result<Result<(InstrumentId, Option<SituationSetId>), String>, StoreError> {
+    let Some((inst, _)) = instruments::load(conn, &v.instrument)? else {
+        return Ok(Err(format!("Unknown instrument {:?}.", v.instrument)));
+    };
+    let set = match v.set.trim() {
+        "" => None,
+        name => match situations::find_set(conn, name)? {
+            Some(s) => Some(s),
+            None => return Ok(Err(format!("Unknown situation set {name:?}."))),
+        },
+    };
+    Ok(Ok((inst, set)))
+}
+
+pub async fn create(
+    state: web::Data<AppState>,
+    admin: Admin,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    check_csrf(admin.session(), &form)?;
+    let values = FormValues::from_form(&form);
+    let parsed = values.parse();
+    let who = actor(admin.session());
+    let outcome = match parsed {
+        Err(errors) => Err(errors),
+        Ok((config, retention)) => {
+            let v = FormValues::from_form(&form);
+            state
+                .db(move |conn| {
+                    let (inst, set) = match resolve(conn, &v)? {
+                        Ok(x) => x,
+                        Err(e) => return Ok(Err(vec![e])),
+                    };
+                    let seed = i64::from(rand::random::<u32>());
+                    let r = conn.transaction(|conn| {
+                        let id =
+                            studies::create(conn, &config, StudyStatus::Draft, inst, set, seed)?;
+                        if retention.is_some() {
+                            studies::update(
+                                conn,
+                                id,
+                                &config,
+                                inst,
+                                set,
+                                retention.and_then(|d| d.and_hms_opt(0, 0, 0)),
+                            )?;
+                        }
+                        audit::record(conn, &who, "study.create", Some(&config.slug), None)?;
+                        Ok::<_, StoreError>(config.slug.clone())
+                    });
+                    match r {
+                        Ok(slug) => Ok(Ok(slug)),
+                        Err(StoreError::Conflict(m)) => Ok(Err(vec![m])),
+                        Err(e) => Err(e),
+                    }
+                })
+                .await?
+        }
+    };
+    match outcome {
+        Ok(slug) => Ok(see_other(&format!("/admin/studies/{slug}"))),
+        Err(errors) => {
+            let (instruments, sets) = choices(&state).await?;
+            render_status(
+                FormPage {
+                    nav: Nav::of(admin.session()),
+                    creating: true,
+                    values,
+                    instruments,
+                    sets,
+                    errors,
+                },
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+        }
+    }
+}
+
+async fn load_study(state: &AppState, slug: &str) -> Result<Study, AppError> {
+    let slug = slug.to_owned();
+    state
+        .db(move |conn| Ok(studies::load(conn, &slug)?))
+        .await?
+        .ok_or(AppError::NotFound)
+}
+
+fn config_of(s: &Study) -> StudyConfig {
+    let mut c = StudyConfig::new(&s.slug, &s.title);
+    c.consent_text = s.consent_text.clone();
+    c.debrief_text = s.debrief_text.clone();
+    c.target_per_situation = s.target_per_situation;
+    c.shuffle_items = s.shuffles_items();
+    c.attention_check_ends = s.check_failure_ends();
+    c.demographics = s.demographic_fields();
+    c.pid_param = s.pid_param.clone();
+    c.study_id_param = s.study_id_param.clone();
+    c.session_id_param = s.session_id_param.clone();
+    c.code_completed = s.code_completed.clone();
+    c.code_no_consent = s.code_no_consent.clone();
+    c.code_failed_check = s.code_failed_check.clone();
+    c.code_screened_out = s.code_screened_out.clone();
+    c.min_situation_seconds = s.min_situation_seconds;
+    c.reservation_minutes = s.reservation_minutes;
+    c
+}
+
+pub async fn edit_form(
+    state: web::Data<AppState>,
+    admin: Admin,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let study = load_study(&state, &slug).await?;
+    let (instruments, sets) = choices(&state).await?;
+    let inst = instruments
+        .iter()
+        .find(|i| i.id.0 == study.instrument_id)
+        .map(|i| i.key.clone())
+        .unwrap_or_default();
+    let set = sets
+        .iter()
+        .find(|s| Some(s.id.0) == study.situation_set_id)
+        .map(|s| s.name.clone())
+        .unwrap_or_default();
+    render(FormPage {
+        nav: Nav::of(admin.session()),
+        creating: false,
+        values: FormValues::of(&config_of(&study), &inst, &set, study.retention_until),
+        instruments,
+        sets,
+        errors: Vec::new(),
+    })
+}
+
+pub async fn update(
+    state: web::Data<AppState>,
+    admin: Admin,
+    slug: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    check_csrf(admin.session(), &form)?;
+    let study = load_study(&state, &slug).await?;
+    let mut values = FormValues::from_form(&form);
+    values.slug = study.slug.clone();
+    let who = actor(admin.session());
+    let outcome = match values.parse() {
+        Err(e) => Err(e),
+        Ok((mut config, retention)) => {
+            config.demographics = study.demographic_fields();
+            let mut v = FormValues::from_form(&form);
+            v.slug = study.slug.clone();
+            let id = StudyId(study.id);
+            state
+                .db(move |conn| {
+                    let (inst, set) = match resolve(conn, &v)? {
+                        Ok(x) => x,
+                        Err(e) => return Ok(Err(vec![e])),
+                    };
+                    conn.transaction(|conn| {
+                        studies::update(
+                            conn,
+                            id,
+                            &config,
+                            inst,
+                            set,
+                            retention.and_then(|d| d.and_hms_opt(0, 0, 0)),
+                        )?;
+                        audit::record(conn, &who, "study.update", Some(&config.slug), None)?;
+                        Ok::<_, StoreError>(())
+                    })?;
+                    Ok(Ok(()))
+                })
+                .await?
+        }
+    };
+    match outcome {
+        Ok(()) => Ok(see_other(&format!("/admin/studies/{}", study.slug))),
+        Err(errors) => {
+            let (instruments, sets) = choices(&state).await?;
+            render_status(
+                FormPage {
+                    nav: Nav::of(admin.session()),
+                    creating: false,
+                    values,
+                    instruments,
+                    sets,
+                    errors,
+                },
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+        }
+    }
+}
+
+pub async fn set_status(
+    state: web::Data<AppState>,
+    admin: Admin,
+    slug: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    check_csrf(admin.session(), &form)?;
+    let study = load_study(&state, &slug).await?;
+    let status: StudyStatus = field(&form, "status")
+        .unwrap_or("")
+        .parse()
+        .map_err(AppError::BadRequest)?;
+    let who = actor(admin.session());
+    let slug2 = study.slug.clone();
+    state
+        .db(move |conn| {
+            conn.transaction(|conn| {
+                studies::set_status(conn, StudyId(study.id), status)?;
+                audit::record(
+                    conn,
+                    &who,
+                    &format!("study.{}", status.as_str()),
+                    Some(&slug2),
+                    None,
+                )?;
+                Ok(())
+            })
+        })
+        .await?;
+    Ok(see_other(&format!("/admin/studies/{}", study.slug)))
+}
+
+#[derive(Template)]
+#[template(path = "admin/monitor.html")]
+struct MonitorPage {
+    nav: Nav,
+    study: Study,
+    monitor: Monitor,
+    participant_link: String,
+}
+
+pub async fn monitor(
+    state: web::Data<AppState>,
+    user: Researcher,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let study = load_study(&state, &slug).await?;
+    let s = study.clone();
+    let monitor = state.db(move |conn| Ok(monitor::load(conn, &s)?)).await?;
+    let participant_link = format!(
+        "/s/{}?{}={{{{%PROLIFIC_PID%}}}}&{}={{{{%STUDY_ID%}}}}&{}={{{{%SESSION_ID%}}}}",
+        study.slug, study.pid_param, study.study_id_param, study.session_id_param
+    );
+    render(MonitorPage {
+        nav: Nav::of(user.session()),
+        study,
+        monitor,
+        participant_link,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "admin/delete_study.html")]
+struct DeletePage {
+    nav: Nav,
+    study: Study,
+    error: Option<&'static str>,
+}
+
+pub async fn delete_form(
+    state: web::Data<AppState>,
+    admin: Admin,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let study = load_study(&state, &slug).await?;
+    render(DeletePage {
+        nav: Nav::of(admin.session()),
+        study,
+        error: None,
+    })
+}
+
+pub async fn delete(
+    state: web::Data<AppState>,
+    admin: Admin,
+    slug: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    check_csrf(admin.session(), &form)?;
+    let study = load_study(&state, &slug).await?;
+    if field(&form, "confirm").map(str::trim) != Some(study.slug.as_str()) {
+        return render_status(
+            DeletePage {
+                nav: Nav::of(admin.session()),
+                study,
+                error: Some("Type the study's slug exactly to confirm."),
+            },
+            StatusCode::UNPROCESSABLE_ENTITY,
+        );
+    }
+    let who = actor(admin.session());
+    state
+        .db(move |conn| {
+            conn.transaction(|conn| {
+                studies::delete(conn, StudyId(study.id))?;
+                audit::record(conn, &who, "study.delete", Some(&study.slug), None)?;
+                Ok(())
+            })
+        })
+        .await?;
+    Ok(see_other("/admin"))
+}
+
+/// Deletes one participant's data, found by participant number or Prolific id.
+pub async fn delete_participant(
+    state: web::Data<AppState>,
+    admin: Admin,
+    slug: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    check_csrf(admin.session(), &form)?;
+    let which = field(&form, "participant").unwrap_or("").trim().to_owned();
+    if which.is_empty() || which.len() > 64 {
+        return Err(AppError::BadRequest(
+            "Give a participant number or Prolific id.".into(),
+        ));
+    }
+    let study = load_study(&state, &slug).await?;
+    let who = actor(admin.session());
+    let deleted = state
+        .db(move |conn| {
+            conn.transaction(|conn| {
+                let n = participants::delete(conn, study.id, &which)?;
+                if n > 0 {
+                    audit::record(
+                        conn,
+                        &who,
+                        "participant.delete",
+                        Some(&format!("{}/{which}", study.slug)),
+                        None,
+                    )?;
+                }
+                Ok(n)
+            })
+        })
+        .await?;
+    if deleted == 0 {
+        return Err(AppError::NotFound);
+    }
+    Ok(see_other(&format!("/admin/studies/{slug}")))
+}

@@ -1,0 +1,227 @@
+//! Aggregates for the live monitor: grouped counts only, so the page stays fast however many
+//! participants a study has.
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use super::schema::{emotions, factors, participants, situations};
+use super::studies::Study;
+use super::{DbConnection, now};
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct StatusCounts {
+    pub active: i64,
+    pub completed: i64,
+    pub withdrawn: i64,
+    pub no_consent: i64,
+    pub failed_check: i64,
+    pub screened_out: i64,
+    pub imported: i64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SituationProgress {
+    pub key: String,
+    pub emotion: String,
+    pub factor: String,
+    pub completed: i64,
+    pub active: i64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FactorProgress {
+    pub emotion: String,
+    pub factor: String,
+    pub situations: i64,
+    pub completed: i64,
+    pub target: i64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Completion {
+    pub id: i64,
+    pub prolific_pid: Option<String>,
+    pub situation: Option<String>,
+    pub completed_at: NaiveDateTime,
+    pub seconds: i64,
+    pub flags: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Monitor {
+    pub counts: StatusCounts,
+    pub situations: Vec<SituationProgress>,
+    pub factors: Vec<FactorProgress>,
+    pub median_seconds: Option<i64>,
+    pub flag_straightline: i64,
+    pub flag_fast: i64,
+    pub flag_failed_check: i64,
+    pub latest: Vec<Completion>,
+}
+
+pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
+    let t = now();
+    let mut counts = StatusCounts::default();
+    let by_status: Vec<(String, i64)> = participants::table
+        .filter(participants::study_id.eq(study.id))
+        .group_by(participants::status)
+        .select((participants::status, diesel::dsl::count_star()))
+        .load(conn)?;
+    for (status, n) in by_status {
+        match status.as_str() {
+            "active" => counts.active = n,
+            "completed" => counts.completed = n,
+            "withdrawn" => counts.withdrawn = n,
+            "no_consent" => counts.no_consent = n,
+            "failed_check" => counts.failed_check = n,
+            "screened_out" => counts.screened_out = n,
+            _ => {}
+        }
+    }
+    counts.imported = participants::table
+        .filter(participants::study_id.eq(study.id))
+        .filter(participants::imported.eq(true))
+        .count()
+        .get_result(conn)?;
+
+    let cells = super::participants::cells(conn, study, t)?;
+    let meta: BTreeMap<i64, (String, String, String, i32, i32)> = match study.situation_set_id {
+        Some(set) => situations::table
+            .inner_join(factors::table.inner_join(emotions::table))
+            .filter(situations::set_id.eq(set))
+            .select((
+                situations::id,
+                (
+                    situations::key,
+                    emotions::name,
+                    factors::name,
+                    emotions::position,
+                    factors::factor_index,
+                ),
+            ))
+            .load::<(i64, (String, String, String, i32, i32))>(conn)?
+            .into_iter()
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    let mut situations_out = Vec::with_capacity(cells.len());
+    let mut by_factor: BTreeMap<(i32, i32), FactorProgress> = BTreeMap::new();
+    for c in &cells {
+        let Some((key, emotion, factor, ep, fi)) = meta.get(&c.situation_id) else {
+            continue;
+        };
+        situations_out.push(SituationProgress {
+            key: key.clone(),
+            emotion: emotion.clone(),
+            factor: factor.clone(),
+            completed: i64::from(c.completed),
+            active: i64::from(c.active),
+        });
+        let f = by_factor
+            .entry((*ep, *fi))
+            .or_insert_with(|| FactorProgress {
+                emotion: emotion.clone(),
+                factor: factor.clone(),
+                situations: 0,
+                completed: 0,
+                target: 0,
+            });
+        f.situations += 1;
+        f.completed += i64::from(c.completed);
+        f.target += i64::from(study.target_per_situation);
+    }
+
+    // Live participants only: imported cohorts have no meaningful durations.
+    let live_completed = participants::table
+        .filter(participants::study_id.eq(study.id))
+        .filter(participants::status.eq("completed"))
+        .filter(participants::imported.eq(false));
+    let mut durations: Vec<i64> = live_completed
+        .select((participants::created_at, participants::completed_at))
+        .load::<(NaiveDateTime, Option<NaiveDateTime>)>(conn)?
+        .into_iter()
+        .filter_map(|(a, b)| b.map(|b| (b - a).num_seconds()))
+        .collect();
+    durations.sort_unstable();
+    let median_seconds = match durations.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(durations[n / 2]),
+        n => Some((durations[n / 2 - 1] + durations[n / 2]) / 2),
+    };
+    let flag = |conn: &mut DbConnection, which: &str| -> QueryResult<i64> {
+        let q = participants::table
+            .filter(participants::study_id.eq(study.id))
+            .into_boxed();
+        let q = match which {
+            "straightline" => q.filter(participants::flag_straightline.eq(true)),
+            "fast" => q.filter(participants::flag_fast.eq(true)),
+            _ => q.filter(participants::flag_failed_check.eq(true)),
+        };
+        q.count().get_result(conn)
+    };
+    let flag_straightline = flag(conn, "straightline")?;
+    let flag_fast = flag(conn, "fast")?;
+    let flag_failed_check = flag(conn, "failed_check")?;
+    let latest = participants::table
+        .left_join(situations::table)
+        .filter(participants::study_id.eq(study.id))
+        .filter(participants::status.eq("completed"))
+        .filter(participants::imported.eq(false))
+        .order(participants::completed_at.desc())
+        .limit(10)
+        .select((
+            participants::id,
+            participants::prolific_pid,
+            situations::key.nullable(),
+            participants::created_at,
+            participants::completed_at,
+            participants::flag_straightline,
+            participants::flag_fast,
+            participants::flag_failed_check,
+        ))
+        .load::<(
+            i64,
+            Option<String>,
+            Option<String>,
+            NaiveDateTime,
+            Option<NaiveDateTime>,
+            bool,
+            bool,
+            bool,
+        )>(conn)?
+        .into_iter()
+        .filter_map(|(id, prolific_pid, situation, created, done, s, f, c)| {
+            let done = done?;
+            let mut flags = Vec::new();
+            if s {
+                flags.push("straight-lining");
+            }
+            if f {
+                flags.push("fast");
+            }
+            if c {
+                flags.push("failed check");
+            }
+            Some(Completion {
+                id,
+                prolific_pid,
+                situation,
+                completed_at: done,
+                seconds: (done - created).num_seconds(),
+                flags,
+            })
+        })
+        .collect();
+    Ok(Monitor {
+        counts,
+        situations: situations_out,
+        factors: by_factor.into_values().collect(),
+        median_seconds,
+        flag_straightline,
+        flag_fast,
+        flag_failed_check,
+        latest,
+    })
+}
