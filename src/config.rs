@@ -23,6 +23,8 @@ pub struct Settings {
     pub auto_migrate: bool,
     /// tracing filter, e.g. `info` or `emotionbench=debug,actix_web=info`.
     pub log: String,
+    /// Largest form body accepted (bytes); larger requests get 413. A PANAS page is < 1 KiB.
+    pub max_body_bytes: usize,
 }
 
 impl Default for Settings {
@@ -35,6 +37,7 @@ impl Default for Settings {
             http_workers: 0,
             auto_migrate: true,
             log: "info".into(),
+            max_body_bytes: 32 * 1024,
         }
     }
 }
@@ -51,6 +54,7 @@ struct FileSettings {
     http_workers: Option<usize>,
     auto_migrate: Option<bool>,
     log: Option<String>,
+    max_body_bytes: Option<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +126,9 @@ impl Settings {
         if let Some(v) = f.log {
             self.log = v;
         }
+        if let Some(v) = f.max_body_bytes {
+            self.max_body_bytes = v;
+        }
         Ok(())
     }
 
@@ -146,6 +153,9 @@ impl Settings {
         }
         if let Some(v) = env("EMOTIONBENCH_LOG") {
             self.log = v;
+        }
+        if let Some(v) = env("EMOTIONBENCH_MAX_BODY_BYTES") {
+            self.max_body_bytes = parse_env("EMOTIONBENCH_MAX_BODY_BYTES", v)?;
         }
         Ok(())
     }

@@ -45,6 +45,56 @@ enum Command {
     /// Data retention.
     #[command(subcommand)]
     Retention(RetentionCommand),
+    /// Benchmarks and load generators (loopback only, bounded).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Drive real HTTP participants through the whole survey and report throughput and latency.
+    Survey(BenchSurveyArgs),
+    /// Create an open study for load tests on DATABASE_URL (the demo situations, PANAS,
+    /// shuffled items, no minimum reading time).
+    PrepareStudy {
+        #[arg(long, default_value = "bench")]
+        slug: String,
+        /// Completed participants wanted per situation.
+        #[arg(long, default_value_t = 1_000_000)]
+        target: i32,
+    },
+}
+
+#[derive(Args)]
+struct BenchSurveyArgs {
+    /// Server base URL (loopback only), e.g. http://127.0.0.1:8080.
+    #[arg(long)]
+    url: String,
+    /// The study's slug.
+    #[arg(long)]
+    study: String,
+    /// Participants in flight at once.
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
+    /// Number of participants to run.
+    #[arg(long, conflicts_with = "duration")]
+    participants: Option<u64>,
+    /// Seconds to keep starting participants.
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Pause between pages, per participant, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    think_ms: u64,
+    /// Report this server process's CPU time per completed participant.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Afterwards check in this database that every completed participant has exactly its 40
+    /// answers stored, none twice.
+    #[arg(long, value_name = "DATABASE_URL")]
+    verify: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -331,6 +381,75 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Bench(BenchCommand::PrepareStudy { slug, target }) => {
+            use emotionbench::domain::study::{StudyConfig, StudyStatus};
+            use emotionbench::store::studies;
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let demo = emotionbench::domain::demo::demo_study();
+            if situations::find_set(&mut conn, demo.situation_set)?.is_none() {
+                situations::import(&mut conn, demo.situation_set, "demo", &demo.situations)?;
+            }
+            let set = situations::find_set(&mut conn, demo.situation_set)?
+                .context("the demo situation set is missing")?;
+            let inst = instruments::ensure_builtin(&mut conn)?;
+            if studies::find(&mut conn, &slug)?.is_some() {
+                println!("study {slug} exists already");
+                return Ok(());
+            }
+            let mut c = StudyConfig::new(&slug, "Load test");
+            c.consent_text = "A load test study.".into();
+            c.debrief_text = "Thank you.".into();
+            c.target_per_situation = target;
+            c.min_situation_seconds = 0;
+            c.code_completed = Some("BENCHDONE".into());
+            studies::create(&mut conn, &c, StudyStatus::Open, inst, Some(set), 7)?;
+            println!("created open study {slug} (target {target} per situation)");
+            Ok(())
+        }
+        Command::Bench(BenchCommand::Survey(a)) => {
+            use emotionbench::bench::survey;
+            let cfg = survey::Config {
+                url: a.url,
+                study: a.study.clone(),
+                concurrency: a.concurrency,
+                participants: a.participants,
+                duration: a.duration.map(std::time::Duration::from_secs),
+                think: std::time::Duration::from_millis(a.think_ms),
+                server_pid: a.server_pid,
+                pid_prefix: format!("bench{}x", std::process::id()),
+            };
+            let report = survey::run(&cfg)?;
+            let verification = match &a.verify {
+                Some(url) => {
+                    let pool = db::connect(url, 1)?;
+                    let mut conn = pool.get()?;
+                    Some(survey::verify(
+                        &mut conn,
+                        &a.study,
+                        &report.completed_pids,
+                        40,
+                    )?)
+                }
+                None => None,
+            };
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({"report": report, "verify": verification})
+                    )?
+                );
+            } else {
+                print_survey_report(&report, verification.as_ref(), a.concurrency);
+            }
+            let failed = report.errors > 0
+                || verification
+                    .as_ref()
+                    .is_some_and(|v| !v.incomplete.is_empty() || v.duplicates > 0);
+            anyhow::ensure!(!failed, "the run had errors or lost/duplicated answers");
+            Ok(())
+        }
         Command::Situations(SituationsCommand::List { set }) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
@@ -362,6 +481,51 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+fn print_survey_report(
+    r: &emotionbench::bench::survey::Report,
+    v: Option<&emotionbench::bench::survey::Verification>,
+    concurrency: usize,
+) {
+    println!(
+        "participants: {} started, {} completed, {} errors",
+        r.started, r.completed, r.errors
+    );
+    for e in &r.error_samples {
+        println!("  error: {e}");
+    }
+    println!(
+        "throughput:   {:.1} completed participants/s, {:.0} requests/s over {:.1} s at concurrency {concurrency}",
+        r.completed_per_second, r.requests_per_second, r.wall_seconds
+    );
+    println!(
+        "{:<26} {:>8} {:>9} {:>9} {:>9} {:>9}",
+        "latency (ms)", "requests", "p50", "p95", "p99", "max"
+    );
+    for p in r.pages.iter().chain(r.overall.as_ref()) {
+        println!(
+            "{:<26} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            p.page, p.requests, p.p50_ms, p.p95_ms, p.p99_ms, p.max_ms
+        );
+    }
+    println!(
+        "load generator CPU: {:.2} s ({:.0}% of one core)",
+        r.own_cpu_seconds,
+        r.own_cpu_share * 100.0
+    );
+    if let (Some(s), Some(per)) = (r.server_cpu_seconds, r.server_cpu_ms_per_participant) {
+        println!("server CPU:   {s:.2} s, {per:.2} ms per completed participant");
+    }
+    if let Some(v) = v {
+        println!(
+            "verify:       {} checked, {} with exactly 40 answers, {} incomplete, {} duplicate rows",
+            v.checked,
+            v.complete,
+            v.incomplete.len(),
+            v.duplicates
+        );
     }
 }
 

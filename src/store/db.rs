@@ -185,13 +185,17 @@ pub fn connect(url: &str, max_size: u32) -> Result<Pool, DbError> {
             }
         }
     }
+    // A Postgres server can go away under open connections; check each on checkout (one
+    // round trip) so a restarted server is picked up again, and wait only briefly for a new
+    // one so visitors get a clear 503 page instead of a hanging request.
+    let postgres = matches!(url, DatabaseUrl::Postgres(_));
     let manager = ConnectionManager::new(url);
     let first = manager.open()?;
     let pool = r2d2::Pool::builder()
         .max_size(max_size.max(1))
         .min_idle(Some(0))
-        .connection_timeout(Duration::from_secs(10))
-        .test_on_check_out(false)
+        .connection_timeout(Duration::from_secs(if postgres { 3 } else { 10 }))
+        .test_on_check_out(postgres)
         .build_unchecked(manager);
     // Hand the connection we already have to nobody: dropping it is cheap, and the pool opens
     // its own lazily. What mattered is that opening worked.

@@ -21,6 +21,8 @@ pub enum AppError {
     Unauthorized { next: String, download: bool },
     #[error("too many requests: {0}")]
     TooManyRequests(String),
+    #[error("request body too large")]
+    PayloadTooLarge,
     #[error("database unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -34,6 +36,12 @@ impl From<StoreError> for AppError {
                 AppError::Unavailable(e.to_string())
             }
             StoreError::Query(diesel::result::Error::NotFound) => AppError::NotFound,
+            // The server went away under an open connection: unavailable, not a bug.
+            StoreError::Query(diesel::result::Error::DatabaseError(
+                diesel::result::DatabaseErrorKind::ClosedConnection
+                | diesel::result::DatabaseErrorKind::UnableToSendCommand,
+                _,
+            )) => AppError::Unavailable(e.to_string()),
             other => AppError::Internal(other.to_string()),
         }
     }
@@ -57,6 +65,7 @@ impl ResponseError for AppError {
                 download: false, ..
             } => StatusCode::SEE_OTHER,
             AppError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -90,6 +99,10 @@ impl ResponseError for AppError {
                 ("Please sign in", "This download needs a signed-in account.")
             }
             AppError::TooManyRequests(m) => ("Please wait", m.as_str()),
+            AppError::PayloadTooLarge => (
+                "Too much data",
+                "This request is larger than any form of this site sends.",
+            ),
             AppError::Unavailable(_) => (
                 "Temporarily unavailable",
                 "The server cannot reach its database right now. Your earlier answers are safe; \

@@ -180,10 +180,25 @@ impl Application {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         };
+        let limit = settings.max_body_bytes;
         let state = web::Data::new(AppState::new(pool, settings));
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
+                .app_data(
+                    web::FormConfig::default()
+                        .limit(limit)
+                        .error_handler(|err, _req| match err {
+                            actix_web::error::UrlencodedError::Overflow { .. } => {
+                                AppError::PayloadTooLarge.into()
+                            }
+                            other => AppError::BadRequest(format!(
+                                "The form could not be read: {other}."
+                            ))
+                            .into(),
+                        }),
+                )
+                .app_data(web::PayloadConfig::default().limit(limit))
                 .wrap(security_headers())
                 .configure(routes)
                 .default_service(web::to(error::not_found))

@@ -1,0 +1,4 @@
+//! Benchmarks and load generators (`emotionbench bench …`). Figures live here, not in tests.
+
+pub mod cpu;
+pub mod survey;

@@ -1,0 +1,494 @@
+//! `emotionbench bench survey`: drives real HTTP participants through the whole flow, like
+//! browsers (cookies, CSRF tokens, redirects), and measures the server. Loopback only, bounded
+//! in count and time.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::cpu::cpu_time;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Base URL of the server, e.g. http://127.0.0.1:8080 (loopback only).
+    pub url: String,
+    pub study: String,
+    pub concurrency: usize,
+    /// Stop after this many participants have started (default: bounded by `duration`).
+    pub participants: Option<u64>,
+    /// Stop starting new participants after this long.
+    pub duration: Option<Duration>,
+    /// Pause between pages, per participant.
+    pub think: Duration,
+    /// A server process to measure the CPU time of.
+    pub server_pid: Option<u32>,
+    /// Prefix of the Prolific ids used (so a verification finds exactly this run's participants).
+    pub pid_prefix: String,
+}
+
+/// Latency percentiles of one page, in milliseconds.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PageLatency {
+    pub page: String,
+    pub requests: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub started: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub error_samples: Vec<String>,
+    pub requests: u64,
+    pub wall_seconds: f64,
+    pub completed_per_second: f64,
+    pub requests_per_second: f64,
+    pub pages: Vec<PageLatency>,
+    /// All requests together.
+    pub overall: Option<PageLatency>,
+    pub own_cpu_seconds: f64,
+    /// Share of one core used by the load generator itself.
+    pub own_cpu_share: f64,
+    pub server_cpu_seconds: Option<f64>,
+    pub server_cpu_ms_per_participant: Option<f64>,
+    /// Prolific ids that received the completion code.
+    #[serde(skip)]
+    pub completed_pids: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("the load generator only targets loopback addresses, not {0}")]
+    NotLoopback(String),
+    #[error("bad URL {0}")]
+    BadUrl(String),
+    #[error("give --participants or --duration (both bounded)")]
+    Unbounded,
+}
+
+fn is_loopback(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    host == "localhost"
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+struct Shared {
+    latencies: Mutex<HashMap<String, Vec<u32>>>,
+    errors: Mutex<Vec<String>>,
+    completed: Mutex<Vec<String>>,
+    requests: AtomicU64,
+    error_count: AtomicU64,
+}
+
+fn field_value<'a>(body: &'a str, marker: &str) -> Option<&'a str> {
+    let start = body.find(marker)? + marker.len();
+    body[start..].split('"').next()
+}
+
+fn items_on(body: &str) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::with_capacity(20);
+    for part in body.split("name=\"item-").skip(1) {
+        if let Some(n) = part.split('"').next().and_then(|n| n.parse().ok()) {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// The form a participant sends on a page (deterministic answers derived from the pid).
+fn answers_for(page: &str, body: &str, salt: u64) -> Vec<(String, String)> {
+    match page {
+        "consent" => vec![("consent".into(), "yes".into())],
+        "demographics" => vec![
+            ("gender".into(), "Prefer not to say".into()),
+            ("year_of_birth".into(), "1990".into()),
+            ("country".into(), "United Kingdom".into()),
+            ("employment_status".into(), "Employed".into()),
+            ("education".into(), "University - Bachelors".into()),
+        ],
+        "feelings-now" | "feelings-imagined" => items_on(body)
+            .into_iter()
+            .map(|n| {
+                (
+                    format!("item-{n}"),
+                    (((u64::from(n) + salt) % 5) + 1).to_string(),
+                )
+            })
+            .collect(),
+        "check" => vec![("answer".into(), "A little".into())],
+        _ => Vec::new(),
+    }
+}
+
+enum Step {
+    Next(String),
+    Done,
+}
+
+struct Client<'a> {
+    agent: ureq::Agent,
+    base: &'a str,
+    shared: &'a Shared,
+}
+
+impl Client<'_> {
+    fn record(&self, page: &str, t: Instant) {
+        let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
+        self.shared.requests.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut m) = self.shared.latencies.lock() {
+            m.entry(page.to_owned()).or_default().push(us);
+        }
+    }
+
+    fn get(&self, path: &str, label: &str) -> Result<(u16, Option<String>, String), String> {
+        let t = Instant::now();
+        let mut r = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .call()
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        let body = r
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        self.record(label, t);
+        let loc = r
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Ok((r.status().as_u16(), loc, body))
+    }
+
+    fn post(
+        &self,
+        path: &str,
+        label: &str,
+        fields: &[(String, String)],
+    ) -> Result<(u16, Option<String>), String> {
+        let t = Instant::now();
+        let mut r = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .send_form(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(|e| format!("POST {path}: {e}"))?;
+        let _ = r.body_mut().read_to_string();
+        self.record(label, t);
+        let loc = r
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Ok((r.status().as_u16(), loc))
+    }
+
+    /// Shows one page and submits it; returns where the server sends the participant next.
+    fn page(&self, path: &str, salt: u64, think: Duration) -> Result<Step, String> {
+        let name = path.rsplit('/').next().unwrap_or("").to_owned();
+        let (status, loc, body) = self.get(path, &format!("GET {name}"))?;
+        if status == 303 {
+            return loc
+                .map(Step::Next)
+                .ok_or_else(|| format!("{path}: redirect without location"));
+        }
+        if status != 200 {
+            return Err(format!("GET {path}: status {status}"));
+        }
+        if name == "done" {
+            return Ok(Step::Done);
+        }
+        let csrf = field_value(&body, "name=\"csrf\" value=\"")
+            .ok_or_else(|| format!("{path}: no CSRF token"))?;
+        let mut fields = answers_for(&name, &body, salt);
+        fields.push(("csrf".into(), csrf.to_owned()));
+        if !think.is_zero() {
+            std::thread::sleep(think);
+        }
+        let (status, loc) = self.post(path, &format!("POST {name}"), &fields)?;
+        if status != 303 {
+            return Err(format!("POST {path}: status {status}"));
+        }
+        let loc = loc.ok_or_else(|| format!("POST {path}: redirect without location"))?;
+        if loc.starts_with("https://app.prolific.com/") {
+            return Ok(Step::Done);
+        }
+        Ok(Step::Next(loc))
+    }
+}
+
+/// One participant from the Prolific link to the completion code.
+fn participant(
+    base: &str,
+    study: &str,
+    pid: &str,
+    salt: u64,
+    think: Duration,
+    shared: &Shared,
+) -> Result<(), String> {
+    let client = Client {
+        agent: ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into(),
+        base,
+        shared,
+    };
+    let entry = format!("/s/{study}?PROLIFIC_PID={pid}&STUDY_ID=bench&SESSION_ID={pid}");
+    let (status, loc, _) = client.get(&entry, "GET entry")?;
+    let mut next = match (status, loc) {
+        (303, Some(l)) => l,
+        (s, _) => return Err(format!("entry: status {s}")),
+    };
+    for _ in 0..20 {
+        match client.page(&next, salt, think)? {
+            Step::Done => return Ok(()),
+            Step::Next(l) => next = l,
+        }
+    }
+    Err(format!("{pid}: did not finish in 20 pages (at {next})"))
+}
+
+fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    f64::from(sorted[i.min(sorted.len() - 1)]) / 1000.0
+}
+
+fn latency(page: &str, mut v: Vec<u32>) -> PageLatency {
+    v.sort_unstable();
+    PageLatency {
+        page: page.to_owned(),
+        requests: v.len(),
+        p50_ms: percentile(&v, 0.50),
+        p95_ms: percentile(&v, 0.95),
+        p99_ms: percentile(&v, 0.99),
+        max_ms: v.last().map_or(0.0, |x| f64::from(*x) / 1000.0),
+    }
+}
+
+/// Runs the load; at most one hour whatever the arguments say.
+pub fn run(cfg: &Config) -> Result<Report, BenchError> {
+    if !is_loopback(&cfg.url) {
+        return Err(BenchError::NotLoopback(cfg.url.clone()));
+    }
+    if cfg.participants.is_none() && cfg.duration.is_none() {
+        return Err(BenchError::Unbounded);
+    }
+    let base = cfg.url.trim_end_matches('/').to_owned();
+    if base.is_empty() {
+        return Err(BenchError::BadUrl(cfg.url.clone()));
+    }
+    let hard_stop = Duration::from_secs(3600);
+    let deadline = cfg.duration.unwrap_or(hard_stop).min(hard_stop);
+    let limit = cfg.participants.unwrap_or(u64::MAX);
+    let shared = Shared {
+        latencies: Mutex::new(HashMap::new()),
+        errors: Mutex::new(Vec::new()),
+        completed: Mutex::new(Vec::new()),
+        requests: AtomicU64::new(0),
+        error_count: AtomicU64::new(0),
+    };
+    let next = AtomicU64::new(0);
+    let cpu0 = cpu_time(None);
+    let server0 = cfg.server_pid.and_then(|p| cpu_time(Some(p)));
+    let t0 = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..cfg.concurrency.max(1) {
+            scope.spawn(|| {
+                loop {
+                    if t0.elapsed() >= deadline {
+                        break;
+                    }
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= limit {
+                        break;
+                    }
+                    let pid = format!("{}{n}", cfg.pid_prefix);
+                    match participant(&base, &cfg.study, &pid, n, cfg.think, &shared) {
+                        Ok(()) => {
+                            if let Ok(mut c) = shared.completed.lock() {
+                                c.push(pid);
+                            }
+                        }
+                        Err(e) => {
+                            shared.error_count.fetch_add(1, Ordering::Relaxed);
+                            if let Ok(mut v) = shared.errors.lock() {
+                                if v.len() < 20 {
+                                    v.push(e);
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let wall = t0.elapsed().as_secs_f64();
+    let own = match (cpu0, cpu_time(None)) {
+        (Some(a), Some(b)) => (b - a).as_secs_f64(),
+        _ => 0.0,
+    };
+    let server = match (server0, cfg.server_pid.and_then(|p| cpu_time(Some(p)))) {
+        (Some(a), Some(b)) => Some((b - a).as_secs_f64()),
+        _ => None,
+    };
+    let latencies = shared.latencies.into_inner().unwrap_or_default();
+    let all: Vec<u32> = latencies.values().flatten().copied().collect();
+    let pages: BTreeMap<String, Vec<u32>> = latencies.into_iter().collect();
+    let completed_pids = shared.completed.into_inner().unwrap_or_default();
+    let completed = completed_pids.len() as u64;
+    let requests = shared.requests.load(Ordering::Relaxed);
+    Ok(Report {
+        started: next.load(Ordering::Relaxed).min(limit),
+        completed,
+        errors: shared.error_count.load(Ordering::Relaxed),
+        error_samples: shared.errors.into_inner().unwrap_or_default(),
+        requests,
+        wall_seconds: wall,
+        completed_per_second: completed as f64 / wall.max(1e-9),
+        requests_per_second: requests as f64 / wall.max(1e-9),
+        pages: pages.into_iter().map(|(k, v)| latency(&k, v)).collect(),
+        overall: (!all.is_empty()).then(|| latency("all requests", all)),
+        own_cpu_seconds: own,
+        own_cpu_share: own / wall.max(1e-9),
+        server_cpu_seconds: server,
+        server_cpu_ms_per_participant: server
+            .filter(|_| completed > 0)
+            .map(|s| s * 1000.0 / completed as f64),
+        completed_pids,
+    })
+}
+
+/// What `--verify` found in the database.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Verification {
+    pub checked: usize,
+    pub complete: usize,
+    /// Participants that got a completion code but do not have exactly 40 answers stored.
+    pub incomplete: Vec<String>,
+    /// Answer rows beyond one per participant × phase × item.
+    pub duplicates: usize,
+}
+
+/// Checks that every participant that got a completion code has its answers stored exactly once.
+pub fn verify(
+    conn: &mut crate::store::DbConnection,
+    study: &str,
+    pids: &[String],
+    answers_per_participant: usize,
+) -> Result<Verification, crate::store::StoreError> {
+    use crate::store::schema::{participants, responses, studies};
+    use diesel::prelude::*;
+    let study_id: i64 = studies::table
+        .filter(studies::slug.eq(study))
+        .select(studies::id)
+        .first(conn)?;
+    let mut by_pid: HashMap<String, Vec<(String, i32)>> = HashMap::new();
+    for chunk in pids.chunks(500) {
+        let rows: Vec<(Option<String>, String, i32)> = responses::table
+            .inner_join(participants::table)
+            .filter(participants::study_id.eq(study_id))
+            .filter(participants::prolific_pid.eq_any(chunk))
+            .filter(participants::status.eq("completed"))
+            .select((
+                participants::prolific_pid,
+                responses::phase,
+                responses::item_number,
+            ))
+            .load(conn)?;
+        for (pid, phase, item) in rows {
+            if let Some(pid) = pid {
+                by_pid.entry(pid).or_default().push((phase, item));
+            }
+        }
+    }
+    let mut incomplete = Vec::new();
+    let mut duplicates = 0;
+    let mut complete = 0;
+    for pid in pids {
+        let mut rows = by_pid.remove(pid).unwrap_or_default();
+        let n = rows.len();
+        rows.sort();
+        rows.dedup();
+        duplicates += n - rows.len();
+        if rows.len() == answers_per_participant && n == rows.len() {
+            complete += 1;
+        } else {
+            incomplete.push(pid.clone());
+        }
+    }
+    Ok(Verification {
+        checked: pids.len(),
+        complete,
+        incomplete,
+        duplicates,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_targets_are_accepted() {
+        assert!(is_loopback("http://127.0.0.1:8080"));
+        assert!(is_loopback("http://localhost:1/x"));
+        assert!(is_loopback("http://[::1]:8080/"));
+        assert!(is_loopback("http://127.3.4.5"));
+        assert!(!is_loopback("http://10.0.0.1:8080"));
+        assert!(!is_loopback("http://example.org"));
+        assert!(!is_loopback("https://127.0.0.1"));
+        let cfg = Config {
+            url: "http://192.168.1.1".into(),
+            study: "x".into(),
+            concurrency: 1,
+            participants: Some(1),
+            duration: None,
+            think: Duration::ZERO,
+            server_pid: None,
+            pid_prefix: "b".into(),
+        };
+        assert!(matches!(run(&cfg), Err(BenchError::NotLoopback(_))));
+    }
+
+    #[test]
+    fn forms_are_built_from_the_page() {
+        let body = r#"<input name="csrf" value="tok"><input type="radio" name="item-3" value="1"><input type="radio" name="item-3" value="2"><input name="item-1" value="1">"#;
+        assert_eq!(field_value(body, "name=\"csrf\" value=\""), Some("tok"));
+        assert_eq!(items_on(body), vec![3, 1]);
+        let a = answers_for("feelings-now", body, 0);
+        assert_eq!(
+            a,
+            vec![("item-3".into(), "4".into()), ("item-1".into(), "2".into())]
+        );
+    }
+
+    #[test]
+    fn percentiles_of_sorted_microseconds() {
+        let v: Vec<u32> = (1..=100).map(|x| x * 1000).collect();
+        assert_eq!(percentile(&v, 0.5), 51.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+}
