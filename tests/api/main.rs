@@ -5,6 +5,7 @@
 // Tests fail loudly by design: unwrap is the assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod assignment;
 mod browser;
 mod cli;
 mod helpers;
