@@ -192,12 +192,24 @@ pub fn record_event(
     page: Page,
     event: &str,
 ) -> QueryResult<()> {
+    record_event_at(conn, participant, page, event, now())
+}
+
+/// Records a page event at `at` (a submit stamps its event with the time of its transaction,
+/// the same time as the writes it makes, e.g. `completed_at`).
+fn record_event_at(
+    conn: &mut DbConnection,
+    participant: i64,
+    page: Page,
+    event: &str,
+    at: NaiveDateTime,
+) -> QueryResult<()> {
     diesel::insert_into(page_events::table)
         .values((
             page_events::participant_id.eq(participant),
             page_events::page.eq(page.as_str()),
             page_events::event.eq(event),
-            page_events::at.eq(now()),
+            page_events::at.eq(at),
         ))
         .execute(conn)?;
     Ok(())
@@ -291,7 +303,7 @@ fn submit_in_tx(
     if moved == 0 {
         return Ok(Submitted::Stale);
     }
-    record_event(conn, participant, from, "submitted")?;
+    record_event_at(conn, participant, from, "submitted", t)?;
     let mut result = Submitted::Moved;
     match effect {
         Effect::Consent => {

@@ -150,12 +150,17 @@ pub fn render_status<T: Template>(page: T, status: StatusCode) -> Result<HttpRes
 }
 
 /// Headers on every response. The CSP allows no inline script or style: pages work without JS.
+///
+/// `form-action` also governs the redirects that follow a form submission: the last survey
+/// page answers its POST with a 303 to Prolific's completion URL, which browsers block unless
+/// that origin is listed (found by the real-browser test in `tests/api/browser.rs`).
 fn security_headers() -> DefaultHeaders {
     DefaultHeaders::new()
         .add((
             "Content-Security-Policy",
             "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; \
-             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+             form-action 'self' https://app.prolific.com; frame-ancestors 'none'; \
+             base-uri 'none'",
         ))
         .add(("X-Frame-Options", "DENY"))
         .add(("X-Content-Type-Options", "nosniff"))

@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin;
+mod assignment;
+mod browser;
 mod cli;
 mod helpers;
 mod imports;

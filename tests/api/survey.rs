@@ -34,8 +34,13 @@ pub fn make_study(app: &TestApp, slug: &str, tweak: impl FnOnce(&mut StudyConfig
 
 /// Item numbers of the questionnaire on this page, in display order.
 pub fn items_on(page: &Reply) -> Vec<u32> {
+    items_in(&page.body)
+}
+
+/// Item numbers of the questionnaire in this HTML, in display order.
+pub fn items_in(html: &str) -> Vec<u32> {
     let mut out = Vec::new();
-    for part in page.body.split("name=\"item-").skip(1) {
+    for part in html.split("name=\"item-").skip(1) {
         let n: u32 = part.split('"').next().unwrap().parse().unwrap();
         if !out.contains(&n) {
             out.push(n);

@@ -18,6 +18,12 @@ fn the_start_page_lists_open_studies_with_strict_headers(db: TestDb) {
         csp.contains("default-src 'none'") && !csp.contains("unsafe-inline"),
         "{csp}"
     );
+    // Forms may post only here, and the completion redirect that answers the last form may go
+    // only to Prolific (browsers apply form-action to that redirect; see tests/api/browser.rs).
+    assert!(
+        csp.contains("form-action 'self' https://app.prolific.com;"),
+        "{csp}"
+    );
     assert_eq!(r.header("x-frame-options"), Some("DENY"));
     assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
 }

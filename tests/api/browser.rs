@@ -1,0 +1,741 @@
+//! A real headless Chromium takes the survey: from the Prolific entry link to the completion
+//! redirect, by clicking, at a 360×740 phone viewport. On every page axe-core checks
+//! accessibility (0 serious or critical violations), and the page must fit the phone (no
+//! horizontal scroll, tap targets ≥ 44 px). Afterwards the database must hold exactly what was
+//! clicked.
+//!
+//! Needs `chromium`, `chromedriver` (Debian: `chromium chromium-driver`) and `axe-core` in
+//! `node_modules/` (`npm ci`); `.ci/run` installs all three. Without them the test is skipped
+//! outside CI and fails under `CI=true`.
+//!
+//! The WebDriver client below is deliberately minimal (plain JSON over the existing `ureq`
+//! dev-dependency): a session, navigation, find, click, execute, screenshot.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use emotionbench::store::{participants, schema, studies};
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, TestDb, missing, spawn_app};
+use crate::on_both_backends;
+use crate::survey::{PID, items_in, make_study};
+
+/// The W3C key under which an element reference is returned.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+const VIEWPORT: (u32, u32) = (360, 740);
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// chromedriver on a free port with one Chromium session; both end on drop.
+struct Chrome {
+    driver: Child,
+    base: String,
+    session: String,
+    agent: ureq::Agent,
+    _profile: tempfile::TempDir,
+}
+
+impl Chrome {
+    /// Starts chromedriver and a session, or None (skipped) when Chromium is missing outside CI.
+    fn start() -> Option<Chrome> {
+        let (Some(chromium), Some(chromedriver)) = (
+            on_path("chromium").or_else(|| on_path("chromium-browser")),
+            on_path("chromedriver"),
+        ) else {
+            missing("chromium and chromedriver (apt-get install chromium chromium-driver)");
+            return None;
+        };
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(120)))
+            .proxy(None)
+            .build()
+            .into();
+        let profile = tempfile::tempdir().unwrap();
+        // The port is free when asked; if another process takes it before chromedriver does,
+        // chromedriver exits and we try another.
+        for _ in 0..3 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut driver = Command::new(&chromedriver)
+                .arg(format!("--port={port}"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let base = format!("http://127.0.0.1:{port}");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let ready = loop {
+                if driver.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                    break false;
+                }
+                let status = agent
+                    .get(format!("{base}/status"))
+                    .call()
+                    .ok()
+                    .and_then(|mut r| r.body_mut().read_to_string().ok())
+                    .and_then(|s| serde_json::from_str::<Value>(&s).ok());
+                if status.is_some_and(|s| s["value"]["ready"] == true) {
+                    break true;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            if !ready {
+                let _ = driver.kill();
+                let _ = driver.wait();
+                continue;
+            }
+            let args = [
+                "--headless=new".to_owned(),
+                "--no-sandbox".to_owned(),
+                "--disable-gpu".to_owned(),
+                "--disable-background-networking".to_owned(),
+                "--disable-component-update".to_owned(),
+                "--no-first-run".to_owned(),
+                "--disable-sync".to_owned(),
+                "--disable-dev-shm-usage".to_owned(),
+                format!("--user-data-dir={}", profile.path().display()),
+                format!("--window-size={},{}", VIEWPORT.0, VIEWPORT.1),
+                // Nothing but the test server resolves: the Prolific redirect fails at once
+                // and deterministically, and the browser never reaches the network.
+                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1".to_owned(),
+            ];
+            let caps = json!({"capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "pageLoadStrategy": "normal",
+                "goog:chromeOptions": {
+                    "binary": chromium.display().to_string(),
+                    "args": args,
+                    // Headless Chromium clamps a window to at least 500 px wide and takes its
+                    // own bars off the height; device metrics give the exact phone viewport.
+                    "mobileEmulation": {"deviceMetrics": {
+                        "width": VIEWPORT.0, "height": VIEWPORT.1, "pixelRatio": 1.0
+                    }},
+                },
+            }}});
+            let mut chrome = Chrome {
+                driver,
+                base,
+                session: String::new(),
+                agent: agent.clone(),
+                _profile: profile,
+            };
+            let created = chrome
+                .request("POST", "/session", Some(caps))
+                .unwrap_or_else(|e| panic!("chromedriver could not start Chromium: {e}"));
+            chrome.session = created["sessionId"].as_str().unwrap().to_owned();
+            chrome.cmd(
+                "POST",
+                "/timeouts",
+                json!({"pageLoad": 30_000, "script": 60_000, "implicit": 0}),
+            );
+            return Some(chrome);
+        }
+        panic!("chromedriver did not become ready on a free port");
+    }
+
+    /// One WebDriver request; Ok(value) or the driver's error.
+    fn request(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, String> {
+        let url = format!("{}{path}", self.base);
+        let reply = match method {
+            "GET" => self.agent.get(&url).call(),
+            "DELETE" => self.agent.delete(&url).call(),
+            _ => self
+                .agent
+                .post(&url)
+                .header("content-type", "application/json")
+                .send(body.unwrap_or_else(|| json!({})).to_string()),
+        };
+        let mut reply = reply.map_err(|e| format!("{method} {path}: {e}"))?;
+        let status = reply.status().as_u16();
+        let text = reply
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .map_err(|e| format!("{method} {path}: {e}"))?;
+        let value: Value =
+            serde_json::from_str(&text).map_err(|e| format!("{method} {path}: {e}: {text}"))?;
+        if status == 200 {
+            Ok(value["value"].clone())
+        } else {
+            Err(format!(
+                "{method} {path}: {status} {}: {}",
+                value["value"]["error"], value["value"]["message"]
+            ))
+        }
+    }
+
+    /// A command in the session that must succeed.
+    #[track_caller]
+    fn cmd(&self, method: &str, path: &str, body: Value) -> Value {
+        let path = format!("/session/{}{path}", self.session);
+        let body = (method == "POST").then_some(body);
+        self.request(method, &path, body)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn goto(&self, url: &str) {
+        self.cmd("POST", "/url", json!({ "url": url }));
+    }
+
+    /// The browser's URL. On a failed navigation (the offline Prolific host) chromedriver
+    /// reports the URL that was attempted, not the browser's internal error page.
+    fn url(&self) -> String {
+        self.cmd("GET", "/url", Value::Null)
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn source(&self) -> String {
+        self.cmd("GET", "/source", Value::Null)
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[track_caller]
+    fn find(&self, using: &str, selector: &str) -> String {
+        let found = self.cmd(
+            "POST",
+            "/element",
+            json!({"using": using, "value": selector}),
+        );
+        found[ELEMENT].as_str().unwrap().to_owned()
+    }
+
+    fn css(&self, selector: &str) -> String {
+        self.find("css selector", selector)
+    }
+
+    fn xpath(&self, selector: &str) -> String {
+        self.find("xpath", selector)
+    }
+
+    fn click(&self, element: &str) {
+        self.cmd("POST", &format!("/element/{element}/click"), json!({}));
+    }
+
+    fn exec(&self, script: &str, args: Value) -> Value {
+        self.cmd(
+            "POST",
+            "/execute/sync",
+            json!({"script": script, "args": args}),
+        )
+    }
+
+    fn exec_async(&self, script: &str) -> Value {
+        self.cmd(
+            "POST",
+            "/execute/async",
+            json!({"script": script, "args": []}),
+        )
+    }
+
+    fn screenshot(&self, file: &Path) {
+        let b64 = self.cmd("GET", "/screenshot", Value::Null);
+        let png = base64_decode(b64.as_str().unwrap());
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, png).unwrap();
+    }
+
+    /// Waits until the browser shows `path` (after a click that navigates) with its document
+    /// loaded.
+    #[track_caller]
+    fn wait_for(&self, base: &str, path: &str) {
+        let want = format!("{base}{path}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let url = self.url();
+            if url == want && self.exec("return document.readyState", json!([])) == "complete" {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the browser is at {url}, expected {want}"
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+impl Drop for Chrome {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let path = format!("/session/{}", self.session);
+            let _ = self.request("DELETE", &path, None);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Standard base64 (the screenshot), padding optional.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c:?}"),
+        }
+    };
+    let digits: Vec<u32> = text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+        .map(value)
+        .collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, d)| acc | (d << (18 - 6 * i)));
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    out
+}
+
+/// `node_modules/axe-core/axe.min.js`, or None (skipped) when not installed outside CI.
+fn axe_source() -> Option<String> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/axe-core/axe.min.js");
+    match std::fs::read_to_string(&file) {
+        Ok(s) => Some(s),
+        Err(_) => {
+            missing(&format!("axe-core at {} (run npm ci)", file.display()));
+            None
+        }
+    }
+}
+
+/// `target/` of this build (respects CARGO_TARGET_DIR): the test binary is target/debug/deps/….
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.ancestors()
+        .find(|d| d.file_name().is_some_and(|n| n == "deps"))
+        .and_then(|deps| deps.parent())
+        .and_then(|profile| profile.parent())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+}
+
+const AXE_RUN: &str = "var done = arguments[arguments.length - 1];
+axe.run(document, {resultTypes: ['violations']})
+  .then(function (r) { done(JSON.stringify(r.violations.map(function (v) {
+    return {id: v.id, impact: v.impact, help: v.help,
+            nodes: v.nodes.map(function (n) { return {target: n.target, summary: n.failureSummary}; })};
+  }))); })
+  .catch(function (e) { done('axe failed: ' + e); });";
+
+/// Fits a phone: nothing wider than the viewport, every tap target at least 44 × 44 px.
+const LAYOUT: &str = "var problems = [];
+var doc = document.documentElement;
+if (doc.scrollWidth > window.innerWidth) {
+  problems.push('horizontal scroll: ' + doc.scrollWidth + ' > ' + window.innerWidth);
+}
+document.querySelectorAll('button, select, label.choice, a.button, footer a').forEach(function (el) {
+  var r = el.getBoundingClientRect();
+  if (r.width > 0 && (r.height < 44 || r.width < 44)) {
+    problems.push('small tap target ' + el.outerHTML.slice(0, 80) + ': ' +
+                  Math.round(r.width) + 'x' + Math.round(r.height));
+  }
+  if (r.right > window.innerWidth + 0.5) {
+    problems.push('off screen ' + el.outerHTML.slice(0, 80));
+  }
+});
+return problems;";
+
+/// Runs axe-core and the layout check on the page in the browser, and keeps a screenshot.
+struct Audit<'a> {
+    chrome: &'a Chrome,
+    axe: String,
+    backend: &'static str,
+    pages: Vec<String>,
+    failures: Vec<String>,
+    minor: Vec<String>,
+}
+
+impl Audit<'_> {
+    /// axe-core's violations on the current page.
+    fn axe(&self, name: &str) -> Vec<Value> {
+        let c = self.chrome;
+        // Injected through WebDriver, so the page's strict CSP (no inline script) stays as is.
+        if c.exec("return typeof window.axe", json!([])) != "object" {
+            c.exec(
+                &format!("{};\nreturn typeof window.axe;", self.axe),
+                json!([]),
+            );
+        }
+        let out = c.exec_async(AXE_RUN);
+        let text = out.as_str().unwrap();
+        serde_json::from_str(text).unwrap_or_else(|_| panic!("{name}: {text}"))
+    }
+
+    /// The audit can fail: on a page with an unlabelled input and grey-on-white text, axe
+    /// reports a critical and a serious violation.
+    fn self_test(&self) {
+        self.chrome.goto(
+            "data:text/html;charset=utf-8,<!doctype html><html lang=en><title>bad</title><main>\
+             <input type=text><p style='color:%23ddd;background:%23fff'>faint</p></main></html>",
+        );
+        let ids: Vec<(String, String)> = self
+            .axe("self-test")
+            .iter()
+            .map(|v| {
+                (
+                    v["id"].as_str().unwrap().into(),
+                    v["impact"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        assert!(
+            ids.contains(&("label".into(), "critical".into())),
+            "{ids:?}"
+        );
+        assert!(
+            ids.contains(&("color-contrast".into(), "serious".into())),
+            "{ids:?}"
+        );
+    }
+
+    fn check(&mut self, name: &str) {
+        let c = self.chrome;
+        let dims = c.exec("return [window.innerWidth, window.innerHeight]", json!([]));
+        assert_eq!(dims, json!([VIEWPORT.0, VIEWPORT.1]), "viewport on {name}");
+        let violations = self.axe(name);
+        for v in &violations {
+            let nodes: Vec<String> = v["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| format!("      {} — {}", n["target"], n["summary"]))
+                .collect();
+            let line = format!(
+                "{name}: [{}] {} ({})\n{}",
+                v["impact"].as_str().unwrap_or("?"),
+                v["id"].as_str().unwrap_or("?"),
+                v["help"].as_str().unwrap_or(""),
+                nodes.join("\n")
+            );
+            if matches!(v["impact"].as_str(), Some("serious" | "critical")) {
+                self.failures.push(line);
+            } else {
+                self.minor.push(line);
+            }
+        }
+        for p in c.exec(LAYOUT, json!([])).as_array().unwrap() {
+            self.failures
+                .push(format!("{name}: layout: {}", p.as_str().unwrap()));
+        }
+        let file = target_dir().join(format!(
+            "screenshots/{}-{}x{}-{}.png",
+            name.replace(' ', "-"),
+            VIEWPORT.0,
+            VIEWPORT.1,
+            self.backend
+        ));
+        c.screenshot(&file);
+        self.pages.push(name.to_owned());
+    }
+}
+
+/// What the journey clicks on a PANAS page for item `n` (not straight-lined; differs by page).
+fn panas_value(page: &str, n: u32) -> u32 {
+    if page == "feelings-now" {
+        (n * 2) % 5 + 1
+    } else {
+        (n * 3 + 1) % 5 + 1
+    }
+}
+
+/// Clicks the label of a radio button (as a thumb would), not the tiny input itself.
+fn click_radio(c: &Chrome, name: &str, value: &str) {
+    let label = c.xpath(&format!(
+        "//input[@type='radio' and @name='{name}' and @value='{value}']/ancestor::label"
+    ));
+    c.click(&label);
+}
+
+fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let Some(chrome) = Chrome::start() else {
+        return;
+    };
+    let started = Instant::now();
+    let backend = match db.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let app = spawn_app(db);
+    make_study(&app, "journey", |_| {});
+    let base = app.base.clone();
+    let c = &chrome;
+    let mut audit = Audit {
+        chrome: c,
+        axe,
+        backend,
+        pages: Vec::new(),
+        failures: Vec::new(),
+        minor: Vec::new(),
+    };
+    let page = |p: &str| format!("/s/journey/{p}");
+    audit.self_test();
+
+    // Prolific opens the study link with its three parameters.
+    c.goto(&format!(
+        "{base}/s/journey?PROLIFIC_PID={PID}&STUDY_ID=st1&SESSION_ID=se1"
+    ));
+    c.wait_for(&base, &page("consent"));
+    audit.check("consent");
+    c.click(&c.css("button[name='consent'][value='yes']"));
+
+    // Demographics: one option of each <select>, "Prefer not to say" included.
+    c.wait_for(&base, &page("demographics"));
+    audit.check("demographics");
+    // The withdraw link on every page asks for confirmation; going back continues the study.
+    c.click(&c.xpath("//footer//a[contains(., 'Withdraw')]"));
+    c.wait_for(&base, &page("withdraw"));
+    audit.check("withdraw confirmation");
+    c.click(&c.xpath("//a[contains(., 'Go back to the study')]"));
+    c.wait_for(&base, &page("demographics"));
+    let demographics = [
+        ("gender", "Non-binary or another gender"),
+        ("year_of_birth", "1987"),
+        ("country", "Prefer not to say"),
+        ("employment_status", "Student"),
+        ("education", "University - Bachelors"),
+    ];
+    for (name, value) in demographics {
+        c.click(&c.css(&format!("select[name='{name}']")));
+        c.click(&c.xpath(&format!(
+            "//select[@name='{name}']/option[@value='{value}']"
+        )));
+    }
+    c.click(&c.css("button[type='submit']"));
+
+    // PANAS now: first answer 19 of 20 items and submit, to see the error state; then the last.
+    c.wait_for(&base, &page("feelings-now"));
+    let mut clicked: HashMap<(String, u32), u32> = HashMap::new();
+    let items = items_in(&c.source());
+    assert_eq!(items.len(), 20);
+    audit.check("feelings-now");
+    let shot = target_dir().join(format!(
+        "screenshots/panas-{}x{}-{backend}.png",
+        VIEWPORT.0, VIEWPORT.1
+    ));
+    c.screenshot(&shot);
+    for &n in &items[..19] {
+        let v = panas_value("feelings-now", n);
+        click_radio(c, &format!("item-{n}"), &v.to_string());
+        clicked.insert(("default".into(), n), v);
+    }
+    c.click(&c.css("form button[type='submit']"));
+    let last = items[19];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.exec(
+        "return document.readyState === 'complete' && !!document.querySelector('.error-summary')",
+        json!([]),
+    ) != true
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no error summary after submitting 19 items"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(c.url(), format!("{base}{}", page("feelings-now")));
+    let kept = c.exec(
+        "return Array.prototype.map.call(document.querySelectorAll('input[type=radio]:checked'),
+           function (i) { return i.name + '=' + i.value; })",
+        json!([]),
+    );
+    assert_eq!(
+        kept.as_array().unwrap().len(),
+        19,
+        "the 19 answers given are kept"
+    );
+    assert!(c.source().contains(&format!("err-item-{last}")));
+    audit.check("feelings-now with errors");
+    let v = panas_value("feelings-now", last);
+    click_radio(c, &format!("item-{last}"), &v.to_string());
+    clicked.insert(("default".into(), last), v);
+    c.click(&c.css("form button[type='submit']"));
+
+    c.wait_for(&base, &page("situation"));
+    audit.check("situation");
+    c.click(&c.css("#continue"));
+
+    c.wait_for(&base, &page("feelings-imagined"));
+    audit.check("feelings-imagined");
+    let items = items_in(&c.source());
+    assert_eq!(items.len(), 20);
+    for n in items {
+        let v = panas_value("feelings-imagined", n);
+        click_radio(c, &format!("item-{n}"), &v.to_string());
+        clicked.insert(("evoked".into(), n), v);
+    }
+    c.click(&c.css("form button[type='submit']"));
+
+    c.wait_for(&base, &page("check"));
+    audit.check("check");
+    click_radio(c, "answer", "A little");
+    c.click(&c.css("form button[type='submit']"));
+
+    c.wait_for(&base, &page("debrief"));
+    audit.check("debrief");
+    c.click(&c.css("form button[type='submit']"));
+
+    // The final submit redirects to Prolific, which is unreachable here: the browser's URL is
+    // the one it was sent to.
+    let want = "https://app.prolific.com/submissions/complete?cc=COMPLETE1";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let url = c.url();
+        if url.starts_with(want) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never redirected; at {url}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Our own completion page, for a participant who comes back to the link.
+    c.goto(&format!("{base}/s/journey"));
+    c.wait_for(&base, &page("done"));
+    assert!(c.source().contains("COMPLETE1"));
+    audit.check("done");
+
+    eprintln!(
+        "axe-core on {} pages ({backend}): {}",
+        audit.pages.len(),
+        audit.pages.join(", ")
+    );
+    for m in &audit.minor {
+        eprintln!("minor: {m}");
+    }
+    assert!(
+        audit.failures.is_empty(),
+        "{} serious or critical problems:\n{}",
+        audit.failures.len(),
+        audit.failures.join("\n")
+    );
+
+    // The database holds exactly what was clicked.
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let study = studies::load(&mut conn, "journey").unwrap().unwrap();
+    let p = participants::by_pid(&mut conn, study.id, PID)
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.status, "completed");
+    assert_eq!(p.page, "done");
+    assert_eq!(p.prolific_study_id.as_deref(), Some("st1"));
+    assert_eq!(p.prolific_session_id.as_deref(), Some("se1"));
+    assert!(p.situation_id.is_some());
+    assert!(!p.flag_straightline && !p.flag_failed_check);
+    let stored: HashMap<(String, u32), u32> = participants::answers(&mut conn, p.id)
+        .unwrap()
+        .into_iter()
+        .map(|(phase, item, value)| ((phase, item as u32), value as u32))
+        .collect();
+    assert_eq!(stored.len(), 40);
+    assert_eq!(stored, clicked);
+    let demo: BTreeMap<String, String> =
+        serde_json::from_str(p.demographics.as_deref().unwrap()).unwrap();
+    let want_demo: BTreeMap<String, String> = demographics
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(demo, want_demo);
+    let check: Vec<(String, bool)> = schema::attention_checks::table
+        .filter(schema::attention_checks::participant_id.eq(p.id))
+        .select((
+            schema::attention_checks::answer,
+            schema::attention_checks::passed,
+        ))
+        .load(&mut conn)
+        .unwrap();
+    assert_eq!(check, vec![("A little".to_owned(), true)]);
+
+    // Timings: every page of the flow shown, then submitted once, in protocol order.
+    let events: Vec<(String, String, NaiveDateTime)> = schema::page_events::table
+        .filter(schema::page_events::participant_id.eq(p.id))
+        .order(schema::page_events::id)
+        .select((
+            schema::page_events::page,
+            schema::page_events::event,
+            schema::page_events::at,
+        ))
+        .load(&mut conn)
+        .unwrap();
+    let mut previous_submit: Option<NaiveDateTime> = None;
+    for name in [
+        "consent",
+        "demographics",
+        "feelings-now",
+        "situation",
+        "feelings-imagined",
+        "check",
+        "debrief",
+    ] {
+        let at = |event: &str| -> Vec<NaiveDateTime> {
+            events
+                .iter()
+                .filter(|(p, e, _)| p == name && e == event)
+                .map(|(_, _, t)| *t)
+                .collect()
+        };
+        let shown = at("shown");
+        let submitted = at("submitted");
+        assert!(!shown.is_empty(), "{name} never recorded as shown");
+        assert_eq!(submitted.len(), 1, "{name} submitted {submitted:?}");
+        let first_shown = shown.iter().min().unwrap();
+        assert!(
+            first_shown <= &submitted[0],
+            "{name}: submitted before shown"
+        );
+        if let Some(prev) = previous_submit {
+            assert!(
+                prev <= *first_shown,
+                "{name} shown before the page before it was submitted"
+            );
+        }
+        previous_submit = Some(submitted[0]);
+    }
+    assert!(p.completed_at.unwrap() >= previous_submit.unwrap());
+    eprintln!(
+        "browser journey on {backend}: {:.1} s; screenshot {}",
+        started.elapsed().as_secs_f64(),
+        shot.display()
+    );
+}
+
+#[test]
+fn base64_decodes_with_and_without_padding() {
+    assert_eq!(base64_decode("TWFu"), b"Man");
+    assert_eq!(base64_decode("TWE="), b"Ma");
+    assert_eq!(base64_decode("TQ=="), b"M");
+    assert_eq!(base64_decode("TQ"), b"M");
+    assert_eq!(base64_decode("iVBORw0KGgo="), b"\x89PNG\r\n\x1a\n");
+}
+
+on_both_backends!(a_real_browser_completes_the_survey_from_the_prolific_link);
