@@ -145,7 +145,7 @@ impl ConnectionManager {
                     "PRAGMA journal_mode = WAL;
                      PRAGMA busy_timeout = 10000;
                      PRAGMA foreign_keys = ON;
-                     PRAGMA synchronous = FULL;",
+                     PRAGMA synchronous = NORMAL;",
                 )
                 .map_err(DbError::Setup)?;
                 Ok(DbConnection::Sqlite(conn))

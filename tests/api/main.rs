@@ -9,6 +9,7 @@ mod admin;
 mod assignment;
 mod browser;
 mod cli;
+mod faults;
 mod helpers;
 mod imports;
 mod survey;
