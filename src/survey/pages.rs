@@ -420,21 +420,24 @@ pub async fn get(
         return Ok(see_other(&ctx.page_url(current)));
     }
     let (csrf, new) = context::csrf_token(&req);
-    if !current.is_terminal() {
-        let id = p.id;
-        state
-            .db(move |conn| Ok(participants::record_event(conn, id, current, "shown")?))
-            .await?;
-    }
+    // One trip to the database: the "shown" timestamp and, on the situation page, its text.
+    let pc = p.clone();
+    let text = state
+        .db(move |conn| {
+            if !current.is_terminal() {
+                participants::record_event(conn, pc.id, current, "shown")?;
+            }
+            if current == Page::Situation {
+                Ok(participants::situation_of(conn, &pc)?.map(|(_, text)| text))
+            } else {
+                Ok(None)
+            }
+        })
+        .await?;
     let resp = if current == Page::Situation {
-        let pc = p.clone();
-        let text = state
-            .db(move |conn| Ok(participants::situation_of(conn, &pc)?))
-            .await?
-            .map(|(_, text)| text)
-            .ok_or_else(|| {
-                AppError::Internal("participant without a situation on the situation page".into())
-            })?;
+        let text = text.ok_or_else(|| {
+            AppError::Internal("participant without a situation on the situation page".into())
+        })?;
         render(SituationPage {
             frame: Frame::new(&ctx, current, &csrf),
             text,

@@ -186,6 +186,9 @@ impl Application {
             n => n,
         };
         let limit = settings.max_body_bytes;
+        // Database work runs on the blocking pool; more threads than connections would only
+        // queue on the pool (and cost context switches).
+        let blocking = (settings.pool_size as usize).div_ceil(workers).max(2);
         let state = web::Data::new(AppState::new(pool, settings));
         let server = HttpServer::new(move || {
             App::new()
@@ -209,6 +212,7 @@ impl Application {
                 .default_service(web::to(error::not_found))
         })
         .workers(workers)
+        .worker_max_blocking_threads(blocking)
         .listen(listener)?
         .run();
         Ok(Self { addr, server })
