@@ -71,6 +71,17 @@ enum ImportCommand {
     },
     /// Instruments in the EmotionBench questionnaires.json format.
     Instruments { file: PathBuf },
+    /// The published human data: upstream `crowd.xlsx` (sheet Raw) or the derived
+    /// one-row-per-participant `human_responses.csv`, as completed, imported participants.
+    Humans {
+        file: PathBuf,
+        /// The study (slug). Created closed, with PANAS and --set, when it does not exist.
+        #[arg(long, value_name = "SLUG")]
+        study: String,
+        /// Situation set for a study created now (default: tested-175).
+        #[arg(long, value_name = "NAME")]
+        set: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -201,6 +212,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     serde_json::to_value(o)?.as_str().unwrap_or("")
                 );
             }
+            Ok(())
+        }
+        Command::Import(ImportCommand::Humans { file, study, set }) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let r = ops::import_humans(&mut conn, &file, &study, set.as_deref())?;
+            println!(
+                "imported {} into study {}{}",
+                file.display(),
+                r.study,
+                if r.study_created {
+                    " (new, closed)"
+                } else {
+                    ""
+                }
+            );
+            println!(
+                "participants: {} in the file, {} created, {} already present",
+                r.in_file, r.created, r.already_present
+            );
             Ok(())
         }
         Command::Instruments(InstrumentsCommand::List) => {

@@ -26,12 +26,10 @@ pub enum OpsError {
     /// A malformed file: the place and the reason. Nothing was stored.
     #[error("{}: {}: {}", path.display(), error.location, error.reason)]
     Import { path: PathBuf, error: ImportError },
-    #[error("{}: {source}", path.display())]
-    Rejected {
-        path: PathBuf,
-        #[source]
-        source: StoreError,
-    },
+    /// The store refused the content (not a source: the message already carries it, and
+    /// `{:#}` would print it twice).
+    #[error("{}: {error}", path.display())]
+    Rejected { path: PathBuf, error: StoreError },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -90,9 +88,9 @@ pub fn import_situations(
             )?;
             Ok::<_, StoreError>(summary)
         })
-        .map_err(|source| OpsError::Rejected {
+        .map_err(|error| OpsError::Rejected {
             path: path.to_owned(),
-            source,
+            error,
         })?;
     Ok((file.format, summary))
 }
@@ -121,9 +119,9 @@ pub fn import_instruments(
         )?;
         Ok::<_, StoreError>(outcomes)
     })
-    .map_err(|source| OpsError::Rejected {
+    .map_err(|error| OpsError::Rejected {
         path: path.to_owned(),
-        source,
+        error,
     })
 }
 
@@ -200,4 +198,179 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup, OpsError> {
         study_created,
         admin,
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The published human data
+// ---------------------------------------------------------------------------------------------
+
+/// What `import humans` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HumansImport {
+    pub study: String,
+    pub study_created: bool,
+    pub in_file: usize,
+    pub created: usize,
+    /// Participants with the same `source_ref` imported before: kept as they are.
+    pub already_present: usize,
+}
+
+/// The situation set a study created by `import humans` uses when none is named.
+pub const HUMANS_DEFAULT_SET: &str = "tested-175";
+
+/// Reads the `Raw` sheet of an xlsx workbook into a grid of cell texts at their real positions.
+fn read_xlsx_sheet(path: &Path, sheet: &str) -> Result<Vec<Vec<String>>, OpsError> {
+    use calamine::{Data, Reader, Xlsx, open_workbook};
+    let invalid = |reason: String| OpsError::Import {
+        path: path.to_owned(),
+        error: ImportError::new(format!("sheet {sheet}"), reason),
+    };
+    let mut book: Xlsx<_> = open_workbook(path).map_err(|e| OpsError::Import {
+        path: path.to_owned(),
+        error: ImportError::new("file", format!("not a readable xlsx workbook: {e}")),
+    })?;
+    let range = book
+        .worksheet_range(sheet)
+        .map_err(|e| invalid(format!("cannot read the sheet: {e}")))?;
+    let (r0, c0) = range.start().unwrap_or((0, 0));
+    let (r0, c0) = (r0 as usize, c0 as usize);
+    let mut grid = vec![Vec::new(); r0];
+    for row in range.rows() {
+        let mut cells = vec![String::new(); c0];
+        cells.extend(row.iter().map(|d| match d {
+            Data::Empty => String::new(),
+            Data::String(s) => s.clone(),
+            Data::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", *f as i64),
+            Data::Int(i) => i.to_string(),
+            other => other.to_string(),
+        }));
+        grid.push(cells);
+    }
+    Ok(grid)
+}
+
+/// Imports the published human data (`crowd.xlsx`, sheet `Raw`, or the derived
+/// one-row-per-participant CSV) as completed, imported participants of `study`.
+///
+/// When the study does not exist it is created, closed, with the built-in PANAS and the
+/// situation set `set` (default `tested-175`), which must have been imported already. Every
+/// participant's situation must be in the study's set. Idempotent: participants whose
+/// `source_ref` is already in the study are kept and counted, not duplicated. One transaction.
+pub fn import_humans(
+    conn: &mut DbConnection,
+    path: &Path,
+    study: &str,
+    set: Option<&str>,
+) -> Result<HumansImport, OpsError> {
+    use crate::domain::humans;
+    use crate::store::cohorts;
+    let is_xlsx = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("xlsx"));
+    let file_name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let grid = if is_xlsx {
+        Some(read_xlsx_sheet(path, "Raw")?)
+    } else {
+        None
+    };
+    let text = if is_xlsx { None } else { Some(read(path)?) };
+    let rejected = |error: StoreError| OpsError::Rejected {
+        path: path.to_owned(),
+        error,
+    };
+    conn.transaction(|conn| {
+        let (study_row, study_created) = match studies::load(conn, study)? {
+            Some(s) => (s, false),
+            None => {
+                let set_name = set.unwrap_or(HUMANS_DEFAULT_SET);
+                let set_id = situations::find_set(conn, set_name)?.ok_or_else(|| {
+                    StoreError::Conflict(format!(
+                        "there is no study {study:?}, and no situation set {set_name:?} to create \
+                         it with: import the tested situations first (emotionbench import \
+                         situations test_situations_175.csv --set {set_name}) or name another \
+                         set with --set"
+                    ))
+                })?;
+                let instrument = instruments::ensure_builtin(conn)?;
+                let mut config = StudyConfig::new(study, "EmotionBench published human data");
+                config.shuffle_items = false;
+                studies::create(
+                    conn,
+                    &config,
+                    StudyStatus::Closed,
+                    instrument,
+                    Some(set_id),
+                    0,
+                )?;
+                let row = studies::load(conn, study)?
+                    .ok_or_else(|| StoreError::Corrupt("new study vanished".into()))?;
+                (row, true)
+            }
+        };
+        let instrument = instruments::get(conn, store::InstrumentId(study_row.instrument_id))?;
+        let records = match (&grid, &text) {
+            (Some(grid), _) => humans::parse_crowd_sheet(grid, &instrument),
+            (None, Some(text)) => humans::parse_csv(text, &instrument),
+            (None, None) => Err(ImportError::new("file", "nothing to read")),
+        }
+        .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
+        let set_id = study_row
+            .situation_set_id
+            .ok_or_else(|| StoreError::Conflict(format!("study {study} has no situation set")))?;
+        let keys: std::collections::HashMap<String, i64> =
+            situations::list(conn, store::SituationSetId(set_id))?
+                .into_iter()
+                .map(|s| (s.situation.key, s.id.0))
+                .collect();
+        let existing = cohorts::imported_refs(conn, study_row.id)?;
+        let t = store::now();
+        let mut new = Vec::new();
+        for r in &records {
+            if existing.contains(&r.source_ref) {
+                continue;
+            }
+            let situation = keys.get(&r.situation_key).ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "{}: situation {} ({}) is not in the study's situation set",
+                    r.source_ref, r.upstream_situation, r.situation_key
+                ))
+            })?;
+            let demographics: serde_json::Map<String, serde_json::Value> = r
+                .demographics
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect();
+            new.push(cohorts::NewCompleted {
+                public_id: password::random_secret(24),
+                prolific_pid: None,
+                source_ref: Some(r.source_ref.clone()),
+                imported: true,
+                situation_id: Some(*situation),
+                demographics: Some(serde_json::Value::Object(demographics).to_string()),
+                default_answers: r.before.clone(),
+                evoked_answers: r.after.clone(),
+                created_at: t,
+                completed_at: None,
+            });
+        }
+        let created = cohorts::insert_completed(conn, study_row.id, &new)?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "import.humans",
+            Some(study),
+            Some(&serde_json::json!({"file": file_name, "created": created})),
+        )?;
+        Ok::<_, StoreError>(HumansImport {
+            study: study.to_owned(),
+            study_created,
+            in_file: records.len(),
+            created,
+            already_present: records.len() - created,
+        })
+    })
+    .map_err(rejected)
 }

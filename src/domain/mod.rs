@@ -3,6 +3,7 @@
 pub mod assignment;
 pub mod demo;
 pub mod error;
+pub mod humans;
 pub mod instrument;
 pub mod parse;
 pub mod prompt;

@@ -7,6 +7,7 @@
 
 mod cli;
 mod helpers;
+mod humans;
 mod imports;
 mod survey;
 mod web;
