@@ -119,3 +119,115 @@ pub fn imported_refs(conn: &mut DbConnection, study_id: i64) -> QueryResult<Hash
         .flatten()
         .collect())
 }
+
+/// Which participants an export includes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusFilter {
+    Completed,
+    All,
+}
+
+/// A participant as exported.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = participants)]
+pub struct ExportParticipant {
+    pub id: i64,
+    pub public_id: String,
+    pub prolific_pid: Option<String>,
+    pub prolific_study_id: Option<String>,
+    pub prolific_session_id: Option<String>,
+    pub status: String,
+    pub situation_id: Option<i64>,
+    pub demographics: Option<String>,
+    pub flag_straightline: bool,
+    pub flag_fast: bool,
+    pub flag_failed_check: bool,
+    pub imported: bool,
+    pub source_ref: Option<String>,
+    pub created_at: NaiveDateTime,
+    pub completed_at: Option<NaiveDateTime>,
+}
+
+/// The next `limit` participants of a study after id `after`, by id: keyset pagination, so a
+/// long export holds one page in memory and never a long-running read transaction.
+pub fn page(
+    conn: &mut DbConnection,
+    study_id: i64,
+    filter: StatusFilter,
+    after: i64,
+    limit: i64,
+) -> QueryResult<Vec<ExportParticipant>> {
+    let mut q = participants::table
+        .filter(participants::study_id.eq(study_id))
+        .filter(participants::id.gt(after))
+        .into_boxed();
+    if filter == StatusFilter::Completed {
+        q = q.filter(participants::status.eq("completed"));
+    }
+    q.order(participants::id)
+        .limit(limit)
+        .select(ExportParticipant::as_select())
+        .load(conn)
+}
+
+/// One stored answer.
+#[derive(Debug, Clone, Queryable)]
+pub struct Answer {
+    pub participant_id: i64,
+    pub phase: String,
+    pub item_number: i32,
+    pub value: i32,
+    pub display_position: i32,
+    pub created_at: NaiveDateTime,
+}
+
+/// The answers of some participants, by participant, phase and item.
+pub fn answers_of(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<Vec<Answer>> {
+    responses::table
+        .filter(responses::participant_id.eq_any(ids))
+        .order((
+            responses::participant_id,
+            responses::phase,
+            responses::item_number,
+        ))
+        .select((
+            responses::participant_id,
+            responses::phase,
+            responses::item_number,
+            responses::value,
+            responses::display_position,
+            responses::created_at,
+        ))
+        .load(conn)
+}
+
+/// Seconds between first showing and first submitting the situation page, per participant.
+pub fn situation_seconds(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<HashMap<i64, i64>> {
+    use super::schema::page_events;
+    let rows: Vec<(i64, String, NaiveDateTime)> = page_events::table
+        .filter(page_events::participant_id.eq_any(ids))
+        .filter(page_events::page.eq(Page::Situation.as_str()))
+        .order((page_events::participant_id, page_events::at))
+        .select((
+            page_events::participant_id,
+            page_events::event,
+            page_events::at,
+        ))
+        .load(conn)?;
+    let mut shown: HashMap<i64, NaiveDateTime> = HashMap::new();
+    let mut out = HashMap::new();
+    for (p, event, at) in rows {
+        match event.as_str() {
+            "shown" => {
+                shown.entry(p).or_insert(at);
+            }
+            "submitted" => {
+                if let Some(s) = shown.get(&p) {
+                    out.entry(p).or_insert((at - *s).num_seconds());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}

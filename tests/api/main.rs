@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli;
+mod exports;
 mod helpers;
 mod humans;
 mod imports;
