@@ -130,6 +130,17 @@ enum ImportCommand {
         #[arg(long, value_name = "NAME")]
         set: Option<String>,
     },
+    /// Released model answers in the upstream results layout
+    /// (`results/PANAS Test/<model>-PANAS-testing.csv`) as an imported, completed run.
+    ModelResults {
+        file: PathBuf,
+        /// The study (slug) whose instrument and situation set the answers belong to.
+        #[arg(long, value_name = "SLUG")]
+        study: String,
+        /// The model's name in reports, e.g. gpt-4.
+        #[arg(long, value_name = "NAME")]
+        model: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -279,6 +290,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!(
                 "participants: {} in the file, {} created, {} already present",
                 r.in_file, r.created, r.already_present
+            );
+            Ok(())
+        }
+        Command::Import(ImportCommand::ModelResults { file, study, model }) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let r = ops::import_model_results(&mut conn, &file, &study, &model)?;
+            println!(
+                "imported {} as run {} of model {} in study {study}{}",
+                file.display(),
+                r.run_id,
+                r.model,
+                if r.replaced > 0 {
+                    " (replacing the earlier import)"
+                } else {
+                    ""
+                }
+            );
+            println!(
+                "default trials: {} parsed, {} failed",
+                r.default_done, r.default_failed
+            );
+            println!(
+                "evoked trials:  {} parsed, {} failed",
+                r.evoked_done, r.evoked_failed
             );
             Ok(())
         }

@@ -506,3 +506,134 @@ pub fn generate_study(
     }
     Ok(study)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Released model answers
+// ---------------------------------------------------------------------------------------------
+
+/// What `import model-results` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ModelResultsImport {
+    pub run_id: i64,
+    pub model: String,
+    /// Earlier imports of the same model into the study, replaced by this one.
+    pub replaced: usize,
+    pub default_done: usize,
+    pub default_failed: usize,
+    pub evoked_done: usize,
+    pub evoked_failed: usize,
+}
+
+/// Imports an upstream `<model>-PANAS-testing.csv` as a completed run with source `import`:
+/// one trial per column, `done` with its scores or `failed` (error class `parse`) when the
+/// column is empty or not numbers. Re-importing the same model into the same study replaces
+/// the earlier import (so it is idempotent). Every evoked situation must be in the study's set.
+pub fn import_model_results(
+    conn: &mut DbConnection,
+    path: &Path,
+    study: &str,
+    model: &str,
+) -> Result<ModelResultsImport, OpsError> {
+    use crate::domain::model_results::{Measure, parse_results_csv};
+    use crate::store::model_runs;
+    let text = read(path)?;
+    let file_name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rejected = |error: StoreError| OpsError::Rejected {
+        path: path.to_owned(),
+        error,
+    };
+    conn.transaction(|conn| {
+        let study_row = studies::load(conn, study)?
+            .ok_or_else(|| StoreError::Conflict(format!("there is no study {study:?}")))?;
+        let instrument = instruments::get(conn, store::InstrumentId(study_row.instrument_id))?;
+        let trials = parse_results_csv(&text, &instrument)
+            .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
+        let keys: std::collections::HashMap<String, i64> = match study_row.situation_set_id {
+            Some(set) => situations::list(conn, store::SituationSetId(set))?
+                .into_iter()
+                .map(|s| (s.situation.key, s.id.0))
+                .collect(),
+            None => Default::default(),
+        };
+        let order = serde_json::to_string(&(1..=instrument.items.len() as u32).collect::<Vec<_>>())
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut rows = Vec::with_capacity(trials.len());
+        let mut result = ModelResultsImport {
+            run_id: 0,
+            model: model.to_owned(),
+            replaced: 0,
+            default_done: 0,
+            default_failed: 0,
+            evoked_done: 0,
+            evoked_failed: 0,
+        };
+        let (mut repeats, mut default_repeats) = (0, 0);
+        for t in &trials {
+            let situation_id = match t.measure {
+                Measure::Default => None,
+                Measure::Evoked => Some(*keys.get(&t.situation_key).ok_or_else(|| {
+                    StoreError::Conflict(format!(
+                        "column {}: situation {} is not in the study's situation set",
+                        t.column, t.situation_key
+                    ))
+                })?),
+            };
+            let repeat = i32::try_from(t.repeat).unwrap_or(i32::MAX);
+            match (t.measure, t.scores.is_ok()) {
+                (Measure::Default, true) => result.default_done += 1,
+                (Measure::Default, false) => result.default_failed += 1,
+                (Measure::Evoked, true) => result.evoked_done += 1,
+                (Measure::Evoked, false) => result.evoked_failed += 1,
+            }
+            match t.measure {
+                Measure::Default => default_repeats = default_repeats.max(repeat + 1),
+                Measure::Evoked => repeats = repeats.max(repeat + 1),
+            }
+            rows.push(model_runs::NewImportedTrial {
+                measure: t.measure.as_str(),
+                situation_id,
+                situation_key: t.situation_key.clone(),
+                repeat_index: repeat,
+                item_order: order.clone(),
+                request: t.text.clone(),
+                raw_reply: serde_json::to_string(&t.cells)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                scores: match &t.scores {
+                    Ok(s) => {
+                        Ok(serde_json::to_string(s)
+                            .map_err(|e| StoreError::Corrupt(e.to_string()))?)
+                    }
+                    Err(e) => Err(format!("{}: {e}", t.column)),
+                },
+            });
+        }
+        let old = model_runs::imported_runs(conn, study_row.id, model)?;
+        model_runs::delete_runs(conn, &old)?;
+        result.replaced = old.len();
+        result.run_id = model_runs::insert_imported(
+            conn,
+            &model_runs::NewImportedRun {
+                study_id: study_row.id,
+                model,
+                instrument_id: study_row.instrument_id,
+                situation_set_id: study_row.situation_set_id,
+                selection: serde_json::json!({"imported_from": file_name}).to_string(),
+                repeats,
+                default_repeats,
+            },
+            &rows,
+        )?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "import.model-results",
+            Some(study),
+            Some(&serde_json::json!({"file": file_name, "model": model, "run": result.run_id})),
+        )?;
+        Ok::<_, StoreError>(result)
+    })
+    .map_err(rejected)
+}

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod cohorts;
 pub mod db;
 pub mod instruments;
+pub mod model_runs;
 pub mod participants;
 pub mod schema;
 pub mod situations;

@@ -10,5 +10,6 @@ mod exports;
 mod helpers;
 mod humans;
 mod imports;
+mod model_results;
 mod survey;
 mod web;
