@@ -6,6 +6,7 @@ pub mod auth;
 pub mod bench;
 pub mod config;
 pub mod domain;
+pub mod export;
 pub mod ops;
 pub mod store;
 pub mod survey;

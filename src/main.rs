@@ -45,6 +45,8 @@ enum Command {
     /// Data retention.
     #[command(subcommand)]
     Retention(RetentionCommand),
+    /// Export a study as CSV (UTF-8, RFC 4180, ISO 8601 UTC), streamed in bounded memory.
+    Export(ExportArgs),
     /// Benchmarks and load generators (loopback only, bounded).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -54,6 +56,15 @@ enum Command {
 enum BenchCommand {
     /// Drive real HTTP participants through the whole survey and report throughput and latency.
     Survey(BenchSurveyArgs),
+    /// Generate a study in a temporary SQLite database and time the long export of it.
+    Export {
+        /// Completed participants to generate (40 long rows each).
+        #[arg(long, default_value_t = 25_000)]
+        participants: usize,
+        /// Write the CSV here (default: discard it).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Create an open study for load tests on DATABASE_URL (the demo situations, PANAS,
     /// shuffled items, no minimum reading time).
     PrepareStudy {
@@ -120,6 +131,36 @@ enum RetentionCommand {
     Run,
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportWhat {
+    /// One row per participant x phase x item.
+    Long,
+    /// One row per participant.
+    Wide,
+    /// Every column of long and wide: label, type, allowed values, meaning.
+    Codebook,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum StatusArg {
+    Completed,
+    All,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    what: ExportWhat,
+    /// The study (slug).
+    #[arg(long, value_name = "SLUG")]
+    study: String,
+    /// Which participants: completed ones (default) or everyone.
+    #[arg(long, value_enum, default_value = "completed")]
+    status: StatusArg,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
 #[derive(Args)]
 struct ServeArgs {
     /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks a free port).
@@ -150,6 +191,28 @@ enum ImportCommand {
     },
     /// Instruments in the EmotionBench questionnaires.json format.
     Instruments { file: PathBuf },
+    /// The published human data: upstream `crowd.xlsx` (sheet Raw) or the derived
+    /// one-row-per-participant `human_responses.csv`, as completed, imported participants.
+    Humans {
+        file: PathBuf,
+        /// The study (slug). Created closed, with PANAS and --set, when it does not exist.
+        #[arg(long, value_name = "SLUG")]
+        study: String,
+        /// Situation set for a study created now (default: tested-175).
+        #[arg(long, value_name = "NAME")]
+        set: Option<String>,
+    },
+    /// Released model answers in the upstream results layout
+    /// (`results/PANAS Test/<model>-PANAS-testing.csv`) as an imported, completed run.
+    ModelResults {
+        file: PathBuf,
+        /// The study (slug) whose instrument and situation set the answers belong to.
+        #[arg(long, value_name = "SLUG")]
+        study: String,
+        /// The model's name in reports, e.g. gpt-4.
+        #[arg(long, value_name = "NAME")]
+        model: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -282,6 +345,89 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Import(ImportCommand::Humans { file, study, set }) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let r = ops::import_humans(&mut conn, &file, &study, set.as_deref())?;
+            println!(
+                "imported {} into study {}{}",
+                file.display(),
+                r.study,
+                if r.study_created {
+                    " (new, closed)"
+                } else {
+                    ""
+                }
+            );
+            println!(
+                "participants: {} in the file, {} created, {} already present",
+                r.in_file, r.created, r.already_present
+            );
+            Ok(())
+        }
+        Command::Import(ImportCommand::ModelResults { file, study, model }) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let r = ops::import_model_results(&mut conn, &file, &study, &model)?;
+            println!(
+                "imported {} as run {} of model {} in study {study}{}",
+                file.display(),
+                r.run_id,
+                r.model,
+                if r.replaced > 0 {
+                    " (replacing the earlier import)"
+                } else {
+                    ""
+                }
+            );
+            println!(
+                "default trials: {} parsed, {} failed",
+                r.default_done, r.default_failed
+            );
+            println!(
+                "evoked trials:  {} parsed, {} failed",
+                r.evoked_done, r.evoked_failed
+            );
+            Ok(())
+        }
+        Command::Export(args) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let kind = match args.what {
+                ExportWhat::Long => ops::ExportKind::Long,
+                ExportWhat::Wide => ops::ExportKind::Wide,
+                ExportWhat::Codebook => ops::ExportKind::Codebook,
+            };
+            let filter = match args.status {
+                StatusArg::Completed => store::cohorts::StatusFilter::Completed,
+                StatusArg::All => store::cohorts::StatusFilter::All,
+            };
+            let actor = store::audit::Actor::Cli;
+            let stats = match &args.output {
+                Some(path) => {
+                    let file = std::fs::File::create(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    ops::export(&mut conn, &args.study, kind, filter, &actor, file)?
+                }
+                None => {
+                    let out = std::io::stdout().lock();
+                    ops::export(&mut conn, &args.study, kind, filter, &actor, out)?
+                }
+            };
+            if let Some(path) = &args.output {
+                eprintln!(
+                    "wrote {} rows ({} participants) to {}",
+                    stats.rows,
+                    stats.participants,
+                    path.display()
+                );
+            }
+            Ok(())
+        }
+        Command::Bench(BenchCommand::Export {
+            participants,
+            output,
+        }) => bench_export(participants, output.as_deref()),
         Command::Instruments(InstrumentsCommand::List) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
@@ -599,4 +745,80 @@ fn demo(mut settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
 
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Peak resident memory of this process so far (VmHWM), in KiB, where /proc exists.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()> {
+    let dir = tempfile_dir()?;
+    let url = format!("sqlite://{}", dir.join("bench.db").display());
+    let pool = db::connect(&url, 2)?;
+    let mut conn = pool.get()?;
+    db::migrate(&mut conn)?;
+    let started = std::time::Instant::now();
+    let study = ops::generate_study(&mut conn, "bench", participants, 1)?;
+    let generated = started.elapsed();
+    let rss_before = peak_rss_kib();
+    let started = std::time::Instant::now();
+    let stats = match output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            emotionbench::export::write_long(
+                &mut conn,
+                study,
+                store::cohorts::StatusFilter::Completed,
+                file,
+            )?
+        }
+        None => emotionbench::export::write_long(
+            &mut conn,
+            study,
+            store::cohorts::StatusFilter::Completed,
+            std::io::sink(),
+        )?,
+    };
+    let took = started.elapsed().as_secs_f64();
+    let rss_after = peak_rss_kib();
+    drop(conn);
+    drop(pool);
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "generated {participants} participants in {:.1} s (SQLite, temporary)",
+        generated.as_secs_f64()
+    );
+    println!(
+        "long export: {} rows in {:.2} s = {:.0} rows/s",
+        stats.rows,
+        took,
+        stats.rows as f64 / took.max(1e-9)
+    );
+    let mib = |k: Option<u64>| {
+        k.map_or("unknown".to_owned(), |k| {
+            format!("{:.1} MiB", k as f64 / 1024.0)
+        })
+    };
+    println!(
+        "peak memory (VmHWM): {} before the export, {} after",
+        mib(rss_before),
+        mib(rss_after)
+    );
+    Ok(())
+}
+
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "emotionbench-bench-{}-{}",
+        std::process::id(),
+        emotionbench::auth::password::random_secret(8)
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
 }

@@ -26,12 +26,10 @@ pub enum OpsError {
     /// A malformed file: the place and the reason. Nothing was stored.
     #[error("{}: {}: {}", path.display(), error.location, error.reason)]
     Import { path: PathBuf, error: ImportError },
-    #[error("{}: {source}", path.display())]
-    Rejected {
-        path: PathBuf,
-        #[source]
-        source: StoreError,
-    },
+    /// The store refused the content (not a source: the message already carries it, and
+    /// `{:#}` would print it twice).
+    #[error("{}: {error}", path.display())]
+    Rejected { path: PathBuf, error: StoreError },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -90,9 +88,9 @@ pub fn import_situations(
             )?;
             Ok::<_, StoreError>(summary)
         })
-        .map_err(|source| OpsError::Rejected {
+        .map_err(|error| OpsError::Rejected {
             path: path.to_owned(),
-            source,
+            error,
         })?;
     Ok((file.format, summary))
 }
@@ -121,9 +119,9 @@ pub fn import_instruments(
         )?;
         Ok::<_, StoreError>(outcomes)
     })
-    .map_err(|source| OpsError::Rejected {
+    .map_err(|error| OpsError::Rejected {
         path: path.to_owned(),
-        source,
+        error,
     })
 }
 
@@ -200,4 +198,442 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup, OpsError> {
         study_created,
         admin,
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The published human data
+// ---------------------------------------------------------------------------------------------
+
+/// What `import humans` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HumansImport {
+    pub study: String,
+    pub study_created: bool,
+    pub in_file: usize,
+    pub created: usize,
+    /// Participants with the same `source_ref` imported before: kept as they are.
+    pub already_present: usize,
+}
+
+/// The situation set a study created by `import humans` uses when none is named.
+pub const HUMANS_DEFAULT_SET: &str = "tested-175";
+
+/// Reads the `Raw` sheet of an xlsx workbook into a grid of cell texts at their real positions.
+fn read_xlsx_sheet(path: &Path, sheet: &str) -> Result<Vec<Vec<String>>, OpsError> {
+    use calamine::{Data, Reader, Xlsx, open_workbook};
+    let invalid = |reason: String| OpsError::Import {
+        path: path.to_owned(),
+        error: ImportError::new(format!("sheet {sheet}"), reason),
+    };
+    let mut book: Xlsx<_> = open_workbook(path).map_err(|e| OpsError::Import {
+        path: path.to_owned(),
+        error: ImportError::new("file", format!("not a readable xlsx workbook: {e}")),
+    })?;
+    let range = book
+        .worksheet_range(sheet)
+        .map_err(|e| invalid(format!("cannot read the sheet: {e}")))?;
+    let (r0, c0) = range.start().unwrap_or((0, 0));
+    let (r0, c0) = (r0 as usize, c0 as usize);
+    let mut grid = vec![Vec::new(); r0];
+    for row in range.rows() {
+        let mut cells = vec![String::new(); c0];
+        cells.extend(row.iter().map(|d| match d {
+            Data::Empty => String::new(),
+            Data::String(s) => s.clone(),
+            Data::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", *f as i64),
+            Data::Int(i) => i.to_string(),
+            other => other.to_string(),
+        }));
+        grid.push(cells);
+    }
+    Ok(grid)
+}
+
+/// Imports the published human data (`crowd.xlsx`, sheet `Raw`, or the derived
+/// one-row-per-participant CSV) as completed, imported participants of `study`.
+///
+/// When the study does not exist it is created, closed, with the built-in PANAS and the
+/// situation set `set` (default `tested-175`), which must have been imported already. Every
+/// participant's situation must be in the study's set. Idempotent: participants whose
+/// `source_ref` is already in the study are kept and counted, not duplicated. One transaction.
+pub fn import_humans(
+    conn: &mut DbConnection,
+    path: &Path,
+    study: &str,
+    set: Option<&str>,
+) -> Result<HumansImport, OpsError> {
+    use crate::domain::humans;
+    use crate::store::cohorts;
+    let is_xlsx = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("xlsx"));
+    let file_name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let grid = if is_xlsx {
+        Some(read_xlsx_sheet(path, "Raw")?)
+    } else {
+        None
+    };
+    let text = if is_xlsx { None } else { Some(read(path)?) };
+    let rejected = |error: StoreError| OpsError::Rejected {
+        path: path.to_owned(),
+        error,
+    };
+    conn.transaction(|conn| {
+        let (study_row, study_created) = match studies::load(conn, study)? {
+            Some(s) => (s, false),
+            None => {
+                let set_name = set.unwrap_or(HUMANS_DEFAULT_SET);
+                let set_id = situations::find_set(conn, set_name)?.ok_or_else(|| {
+                    StoreError::Conflict(format!(
+                        "there is no study {study:?}, and no situation set {set_name:?} to create \
+                         it with: import the tested situations first (emotionbench import \
+                         situations test_situations_175.csv --set {set_name}) or name another \
+                         set with --set"
+                    ))
+                })?;
+                let instrument = instruments::ensure_builtin(conn)?;
+                let mut config = StudyConfig::new(study, "EmotionBench published human data");
+                config.shuffle_items = false;
+                studies::create(
+                    conn,
+                    &config,
+                    StudyStatus::Closed,
+                    instrument,
+                    Some(set_id),
+                    0,
+                )?;
+                let row = studies::load(conn, study)?
+                    .ok_or_else(|| StoreError::Corrupt("new study vanished".into()))?;
+                (row, true)
+            }
+        };
+        let instrument = instruments::get(conn, store::InstrumentId(study_row.instrument_id))?;
+        let records = match (&grid, &text) {
+            (Some(grid), _) => humans::parse_crowd_sheet(grid, &instrument),
+            (None, Some(text)) => humans::parse_csv(text, &instrument),
+            (None, None) => Err(ImportError::new("file", "nothing to read")),
+        }
+        .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
+        let set_id = study_row
+            .situation_set_id
+            .ok_or_else(|| StoreError::Conflict(format!("study {study} has no situation set")))?;
+        let keys: std::collections::HashMap<String, i64> =
+            situations::list(conn, store::SituationSetId(set_id))?
+                .into_iter()
+                .map(|s| (s.situation.key, s.id.0))
+                .collect();
+        let existing = cohorts::imported_refs(conn, study_row.id)?;
+        let t = store::now();
+        let mut new = Vec::new();
+        for r in &records {
+            if existing.contains(&r.source_ref) {
+                continue;
+            }
+            let situation = keys.get(&r.situation_key).ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "{}: situation {} ({}) is not in the study's situation set",
+                    r.source_ref, r.upstream_situation, r.situation_key
+                ))
+            })?;
+            let demographics: serde_json::Map<String, serde_json::Value> = r
+                .demographics
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect();
+            new.push(cohorts::NewCompleted {
+                public_id: password::random_secret(24),
+                prolific_pid: None,
+                source_ref: Some(r.source_ref.clone()),
+                imported: true,
+                situation_id: Some(*situation),
+                demographics: Some(serde_json::Value::Object(demographics).to_string()),
+                default_answers: r.before.clone(),
+                evoked_answers: r.after.clone(),
+                created_at: t,
+                completed_at: None,
+            });
+        }
+        let created = cohorts::insert_completed(conn, study_row.id, &new)?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "import.humans",
+            Some(study),
+            Some(&serde_json::json!({"file": file_name, "created": created})),
+        )?;
+        Ok::<_, StoreError>(HumansImport {
+            study: study.to_owned(),
+            study_created,
+            in_file: records.len(),
+            created,
+            already_present: records.len() - created,
+        })
+    })
+    .map_err(rejected)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exports and generated studies
+// ---------------------------------------------------------------------------------------------
+
+/// The three export files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportKind {
+    Long,
+    Wide,
+    Codebook,
+}
+
+impl ExportKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportKind::Long => "long",
+            ExportKind::Wide => "wide",
+            ExportKind::Codebook => "codebook",
+        }
+    }
+}
+
+/// Errors of an export started by slug.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportOpError {
+    #[error("no study {0:?}")]
+    NoStudy(String),
+    #[error(transparent)]
+    Export(#[from] crate::export::ExportError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Streams one export of the study `slug` into `out` and records it in the audit log.
+pub fn export(
+    conn: &mut DbConnection,
+    slug: &str,
+    kind: ExportKind,
+    filter: store::cohorts::StatusFilter,
+    actor: &audit::Actor,
+    out: impl std::io::Write,
+) -> Result<crate::export::ExportStats, ExportOpError> {
+    let study = studies::find(conn, slug)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| ExportOpError::NoStudy(slug.to_owned()))?;
+    let stats = match kind {
+        ExportKind::Long => crate::export::write_long(conn, study.id, filter, out)?,
+        ExportKind::Wide => crate::export::write_wide(conn, study.id, filter, out)?,
+        ExportKind::Codebook => crate::export::write_codebook(conn, study.id, out)?,
+    };
+    audit::record(
+        conn,
+        actor,
+        &format!("export.{}", kind.as_str()),
+        Some(slug),
+        Some(&serde_json::json!({"rows": stats.rows, "participants": stats.participants})),
+    )
+    .map_err(StoreError::from)?;
+    Ok(stats)
+}
+
+/// Creates a closed study `slug` over the demo situations with `participants` completed
+/// participants with seeded random answers: the fixture of the export tests and benchmark.
+/// Inserts in transactions of 1,000 participants, so memory stays small at any size.
+pub fn generate_study(
+    conn: &mut DbConnection,
+    slug: &str,
+    participants: usize,
+    seed: u64,
+) -> Result<store::StudyId, OpsError> {
+    use rand::{Rng, SeedableRng};
+    let demo = demo_study();
+    let set_name = format!("{slug}-situations");
+    let study = conn.transaction(|conn| {
+        let instrument = instruments::ensure_builtin(conn)?;
+        situations::import(conn, &set_name, "generated", &demo.situations)?;
+        let set = situations::find_set(conn, &set_name)?
+            .ok_or_else(|| StoreError::Corrupt("generated set vanished".into()))?;
+        let config = StudyConfig::new(slug, "Generated study");
+        studies::create(
+            conn,
+            &config,
+            StudyStatus::Closed,
+            instrument,
+            Some(set),
+            seed as i64,
+        )
+    })?;
+    let set = situations::find_set(conn, &set_name)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| StoreError::Corrupt("generated set vanished".into()))?;
+    let ids: Vec<i64> = situations::list(conn, set)
+        .map_err(StoreError::from)?
+        .into_iter()
+        .map(|s| s.id.0)
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let t = store::now();
+    let mut done = 0;
+    while done < participants {
+        let n = (participants - done).min(1000);
+        let batch: Vec<store::cohorts::NewCompleted> = (0..n)
+            .map(|i| {
+                let k = done + i;
+                let mut answers = |lo: i32| (0..20).map(|_| rng.random_range(lo..=5)).collect();
+                store::cohorts::NewCompleted {
+                    public_id: format!("{slug}-{k:07}"),
+                    prolific_pid: Some(format!("PID{k:07}")),
+                    source_ref: None,
+                    imported: false,
+                    situation_id: ids.get(k % ids.len().max(1)).copied(),
+                    demographics: Some(
+                        serde_json::json!({"gender": if k % 2 == 0 { "Female" } else { "Male" },
+                            "year_of_birth": (1950 + k % 50).to_string(),
+                            "country": "United Kingdom, \"Great\" Britain",
+                            "employment_status": "Employed",
+                            "education": "University - Bachelors"})
+                        .to_string(),
+                    ),
+                    default_answers: answers(1),
+                    evoked_answers: answers(2),
+                    created_at: t - chrono::Duration::seconds(600),
+                    completed_at: Some(t),
+                }
+            })
+            .collect();
+        conn.transaction(|conn| store::cohorts::insert_completed(conn, study.0, &batch))?;
+        done += n;
+    }
+    Ok(study)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Released model answers
+// ---------------------------------------------------------------------------------------------
+
+/// What `import model-results` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ModelResultsImport {
+    pub run_id: i64,
+    pub model: String,
+    /// Earlier imports of the same model into the study, replaced by this one.
+    pub replaced: usize,
+    pub default_done: usize,
+    pub default_failed: usize,
+    pub evoked_done: usize,
+    pub evoked_failed: usize,
+}
+
+/// Imports an upstream `<model>-PANAS-testing.csv` as a completed run with source `import`:
+/// one trial per column, `done` with its scores or `failed` (error class `parse`) when the
+/// column is empty or not numbers. Re-importing the same model into the same study replaces
+/// the earlier import (so it is idempotent). Every evoked situation must be in the study's set.
+pub fn import_model_results(
+    conn: &mut DbConnection,
+    path: &Path,
+    study: &str,
+    model: &str,
+) -> Result<ModelResultsImport, OpsError> {
+    use crate::domain::model_results::{Measure, parse_results_csv};
+    use crate::store::model_runs;
+    let text = read(path)?;
+    let file_name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rejected = |error: StoreError| OpsError::Rejected {
+        path: path.to_owned(),
+        error,
+    };
+    conn.transaction(|conn| {
+        let study_row = studies::load(conn, study)?
+            .ok_or_else(|| StoreError::Conflict(format!("there is no study {study:?}")))?;
+        let instrument = instruments::get(conn, store::InstrumentId(study_row.instrument_id))?;
+        let trials = parse_results_csv(&text, &instrument)
+            .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
+        let keys: std::collections::HashMap<String, i64> = match study_row.situation_set_id {
+            Some(set) => situations::list(conn, store::SituationSetId(set))?
+                .into_iter()
+                .map(|s| (s.situation.key, s.id.0))
+                .collect(),
+            None => Default::default(),
+        };
+        let order = serde_json::to_string(&(1..=instrument.items.len() as u32).collect::<Vec<_>>())
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut rows = Vec::with_capacity(trials.len());
+        let mut result = ModelResultsImport {
+            run_id: 0,
+            model: model.to_owned(),
+            replaced: 0,
+            default_done: 0,
+            default_failed: 0,
+            evoked_done: 0,
+            evoked_failed: 0,
+        };
+        let (mut repeats, mut default_repeats) = (0, 0);
+        for t in &trials {
+            let situation_id = match t.measure {
+                Measure::Default => None,
+                Measure::Evoked => Some(*keys.get(&t.situation_key).ok_or_else(|| {
+                    StoreError::Conflict(format!(
+                        "column {}: situation {} is not in the study's situation set",
+                        t.column, t.situation_key
+                    ))
+                })?),
+            };
+            let repeat = i32::try_from(t.repeat).unwrap_or(i32::MAX);
+            match (t.measure, t.scores.is_ok()) {
+                (Measure::Default, true) => result.default_done += 1,
+                (Measure::Default, false) => result.default_failed += 1,
+                (Measure::Evoked, true) => result.evoked_done += 1,
+                (Measure::Evoked, false) => result.evoked_failed += 1,
+            }
+            match t.measure {
+                Measure::Default => default_repeats = default_repeats.max(repeat + 1),
+                Measure::Evoked => repeats = repeats.max(repeat + 1),
+            }
+            rows.push(model_runs::NewImportedTrial {
+                measure: t.measure.as_str(),
+                situation_id,
+                situation_key: t.situation_key.clone(),
+                repeat_index: repeat,
+                item_order: order.clone(),
+                request: t.text.clone(),
+                raw_reply: serde_json::to_string(&t.cells)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                scores: match &t.scores {
+                    Ok(s) => {
+                        Ok(serde_json::to_string(s)
+                            .map_err(|e| StoreError::Corrupt(e.to_string()))?)
+                    }
+                    Err(e) => Err(format!("{}: {e}", t.column)),
+                },
+            });
+        }
+        let old = model_runs::imported_runs(conn, study_row.id, model)?;
+        model_runs::delete_runs(conn, &old)?;
+        result.replaced = old.len();
+        result.run_id = model_runs::insert_imported(
+            conn,
+            &model_runs::NewImportedRun {
+                study_id: study_row.id,
+                model,
+                instrument_id: study_row.instrument_id,
+                situation_set_id: study_row.situation_set_id,
+                selection: serde_json::json!({"imported_from": file_name}).to_string(),
+                repeats,
+                default_repeats,
+            },
+            &rows,
+        )?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "import.model-results",
+            Some(study),
+            Some(&serde_json::json!({"file": file_name, "model": model, "run": result.run_id})),
+        )?;
+        Ok::<_, StoreError>(result)
+    })
+    .map_err(rejected)
 }

@@ -3,7 +3,9 @@
 pub mod assignment;
 pub mod demo;
 pub mod error;
+pub mod humans;
 pub mod instrument;
+pub mod model_results;
 pub mod parse;
 pub mod prompt;
 pub mod situation;

@@ -2,8 +2,10 @@
 //! taking `&mut DbConnection`; per-backend `match` only where the SQL truly differs.
 
 pub mod audit;
+pub mod cohorts;
 pub mod db;
 pub mod instruments;
+pub mod model_runs;
 pub mod monitor;
 pub mod participants;
 pub mod schema;

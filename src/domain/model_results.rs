@@ -1,0 +1,220 @@
+//! The released EmotionBench model answers (`results/PANAS Test/<model>-PANAS-testing.csv`):
+//! one column per trial, `General_test-{t}_order-{k}` for the default measure and
+//! `{Emotion}-{f}_scenario-{s}_test-{t}_order-{k}` for the evoked one; row 1 holds the prompt
+//! or situation text, the next rows the item scores in canonical order. Pure parser.
+
+use super::ImportError;
+use super::instrument::Instrument;
+
+/// Which measure a trial belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Measure {
+    Default,
+    Evoked,
+}
+
+impl Measure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Measure::Default => "default",
+            Measure::Evoked => "evoked",
+        }
+    }
+}
+
+/// One column of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedTrial {
+    pub column: String,
+    pub measure: Measure,
+    /// Empty for the default measure.
+    pub situation_key: String,
+    pub repeat: u32,
+    /// Row 1: the prompt (default) or the situation text (evoked).
+    pub text: String,
+    /// The cells as found, canonical item order.
+    pub cells: Vec<String>,
+    /// Scores when every cell is a whole number in range; otherwise why not.
+    pub scores: Result<Vec<i32>, String>,
+}
+
+/// Splits a column name into measure, situation key and repeat.
+pub fn parse_column(name: &str) -> Result<(Measure, String, u32), String> {
+    let bad = || {
+        format!(
+            "column {name:?} is neither General_test-T_order-K nor Emotion-F_scenario-S_test-T_order-K"
+        )
+    };
+    let (rest, order) = name.rsplit_once("_order-").ok_or_else(bad)?;
+    let order: u32 = order.parse().map_err(|_| bad())?;
+    if order != 0 {
+        // order-k > 0 would be a shuffled item order the file does not record.
+        return Err(format!(
+            "column {name:?}: only order-0 (canonical item order) is supported"
+        ));
+    }
+    let (head, test) = rest.rsplit_once("_test-").ok_or_else(bad)?;
+    let repeat: u32 = test.parse().map_err(|_| bad())?;
+    if head == "General" {
+        return Ok((Measure::Default, String::new(), repeat));
+    }
+    let (emotion, rest) = head.split_once('-').ok_or_else(bad)?;
+    let (f, s) = rest.split_once("_scenario-").ok_or_else(bad)?;
+    let f: u32 = f.parse().map_err(|_| bad())?;
+    let s: u32 = s.parse().map_err(|_| bad())?;
+    if !super::situation::EMOTIONS.contains(&emotion) {
+        return Err(format!("column {name:?}: unknown emotion {emotion:?}"));
+    }
+    Ok((
+        Measure::Evoked,
+        format!("{emotion}-{f}_scenario-{s}"),
+        repeat,
+    ))
+}
+
+fn scores(cells: &[String], instrument: &Instrument) -> Result<Vec<i32>, String> {
+    if cells.iter().all(|c| c.trim().is_empty()) {
+        return Err("no answers (empty column)".into());
+    }
+    cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let t = c.trim();
+            match t.parse::<i32>() {
+                Ok(v) if v >= instrument.min && v <= instrument.max => Ok(v),
+                Ok(v) => Err(format!(
+                    "item {}: {v} is outside {}..={}",
+                    i + 1,
+                    instrument.min,
+                    instrument.max
+                )),
+                Err(_) => Err(format!("item {}: {t:?} is not a whole number", i + 1)),
+            }
+        })
+        .collect()
+}
+
+/// Parses a results file. Structural problems (bad header, wrong number of rows, duplicate
+/// columns) are errors; a column whose answers are empty or not numbers becomes a trial with
+/// `scores = Err(reason)`, to be kept as a failed parse.
+pub fn parse_results_csv(
+    text: &str,
+    instrument: &Instrument,
+) -> Result<Vec<ImportedTrial>, ImportError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (i, r) in reader.records().enumerate() {
+        let r = r.map_err(|e| ImportError::new(format!("line {}", i + 1), e.to_string()))?;
+        rows.push(r.iter().map(str::to_owned).collect());
+    }
+    let n = instrument.items.len();
+    let Some(header) = rows.first() else {
+        return Err(ImportError::new("line 1", "the file is empty"));
+    };
+    if rows.len() < n + 2 {
+        return Err(ImportError::new(
+            format!("line {}", rows.len()),
+            format!(
+                "expected a header, a text row and {n} item rows ({} lines), found {}",
+                n + 2,
+                rows.len()
+            ),
+        ));
+    }
+    if header.first().map(String::as_str) != Some("question-0") {
+        return Err(ImportError::new(
+            "line 1",
+            "the first column is not question-0: not an EmotionBench results file",
+        ));
+    }
+    // The order-0 column numbers the item rows; they must be the canonical 1..n.
+    for (i, row) in rows[2..n + 2].iter().enumerate() {
+        let number = row.get(1).map_or("", |s| s.trim());
+        if number != (i + 1).to_string() {
+            return Err(ImportError::new(
+                format!("line {}", i + 3),
+                format!(
+                    "item number {number:?} in column order-0, expected {}",
+                    i + 1
+                ),
+            ));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (c, name) in header.iter().enumerate().skip(2) {
+        let (measure, situation_key, repeat) =
+            parse_column(name).map_err(|e| ImportError::new("line 1", e))?;
+        if !seen.insert((measure, situation_key.clone(), repeat)) {
+            return Err(ImportError::new(
+                "line 1",
+                format!("column {name:?} appears twice"),
+            ));
+        }
+        let cell = |r: usize| rows[r].get(c).cloned().unwrap_or_default();
+        let cells: Vec<String> = (2..n + 2).map(cell).collect();
+        out.push(ImportedTrial {
+            column: name.clone(),
+            measure,
+            situation_key,
+            repeat,
+            text: cell(1),
+            scores: scores(&cells, instrument),
+            cells,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn column_names_give_measure_situation_and_repeat() {
+        assert_eq!(
+            parse_column("General_test-49_order-0").unwrap(),
+            (Measure::Default, String::new(), 49)
+        );
+        assert_eq!(
+            parse_column("Embarrassment-3_scenario-4_test-9_order-0").unwrap(),
+            (Measure::Evoked, "Embarrassment-3_scenario-4".into(), 9)
+        );
+        assert!(parse_column("General_test-1_order-2").is_err());
+        assert!(parse_column("Happy-0_scenario-0_test-0_order-0").is_err());
+        assert!(parse_column("order-0").is_err());
+    }
+
+    #[test]
+    fn empty_and_garbled_columns_become_failed_trials() {
+        let p = Instrument::panas();
+        let mut lines = vec![
+            "question-0,order-0,General_test-0_order-0,Anger-0_scenario-0_test-0_order-0,Anger-0_scenario-0_test-1_order-0".to_owned(),
+            "prompt,prompt, ,situation,situation".to_owned(),
+        ];
+        for i in 1..=20 {
+            let bad = if i == 5 { "x" } else { "3" };
+            lines.push(format!("{i}. item,{i},2,,{bad}"));
+        }
+        let t = parse_results_csv(&lines.join("\n"), &p).unwrap();
+        assert_eq!(t.len(), 3);
+        assert_eq!(t[0].scores, Ok(vec![2; 20]));
+        assert_eq!(t[0].measure, Measure::Default);
+        assert!(t[1].scores.as_ref().unwrap_err().contains("empty"));
+        assert!(t[2].scores.as_ref().unwrap_err().contains("item 5"));
+        assert_eq!(t[2].situation_key, "Anger-0_scenario-0");
+        assert_eq!(t[2].repeat, 1);
+    }
+
+    #[test]
+    fn a_short_file_is_rejected_with_its_place() {
+        let p = Instrument::panas();
+        let e = parse_results_csv("question-0,order-0\nx,y\n", &p).unwrap_err();
+        assert_eq!(e.location, "line 2");
+    }
+}
