@@ -3,6 +3,7 @@
 //! Anonymous visitors are sent to the login page (or get 401 on downloads).
 
 pub mod audit;
+pub mod exports;
 pub mod login;
 pub mod studies;
 pub mod users;

@@ -130,6 +130,7 @@ route_table! {
     get  "/admin/studies/{study}/delete"            => crate::admin::studies::delete_form, Admin;
     post "/admin/studies/{study}/delete"            => crate::admin::studies::delete, Admin;
     post "/admin/studies/{study}/participants/delete" => crate::admin::studies::delete_participant, Admin;
+    get  "/admin/studies/{study}/export/{file}"     => crate::admin::exports::download, ResearcherDownload;
     get  "/admin/users"                             => crate::admin::users::list, Admin;
     get  "/admin/audit"                             => crate::admin::audit::list, Admin;
 }

@@ -1,0 +1,129 @@
+//! CSV downloads from the monitor, streamed: a blocking export writes into a bounded channel
+//! and the response body reads from it, so memory stays flat and a slow client slows only the
+//! export (participants keep answering: the export reads in short keyset pages).
+
+use std::io::Write;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use actix_web::{HttpResponse, web};
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::{Researcher, actor};
+use crate::ops::{self, ExportKind};
+use crate::store::{cohorts::StatusFilter, studies};
+use crate::web::{AppError, AppState};
+
+const CHUNK: usize = 64 * 1024;
+
+/// Sends the CSV in chunks; fails with BrokenPipe when the client has gone away.
+struct ChannelWriter {
+    tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
+    buf: Vec<u8>,
+}
+
+impl ChannelWriter {
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "download cancelled"))
+    }
+}
+
+impl Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}
+
+struct Body(mpsc::Receiver<Result<Bytes, std::io::Error>>);
+
+impl futures_core::Stream for Body {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct ExportQuery {
+    status: Option<String>,
+}
+
+/// `GET /admin/studies/{study}/export/{long|wide|codebook}.csv[?status=completed|all]`
+pub async fn download(
+    state: web::Data<AppState>,
+    user: Researcher,
+    path: web::Path<(String, String)>,
+    query: web::Query<ExportQuery>,
+) -> Result<HttpResponse, AppError> {
+    let (slug, file) = path.into_inner();
+    let kind = match file.as_str() {
+        "long.csv" => ExportKind::Long,
+        "wide.csv" => ExportKind::Wide,
+        "codebook.csv" => ExportKind::Codebook,
+        _ => return Err(AppError::NotFound),
+    };
+    let filter = match query.status.as_deref() {
+        None | Some("completed") => StatusFilter::Completed,
+        Some("all") => StatusFilter::All,
+        Some(_) => {
+            return Err(AppError::BadRequest(
+                "status must be completed or all".into(),
+            ));
+        }
+    };
+    let s2 = slug.clone();
+    if state
+        .db(move |conn| Ok(studies::find(conn, &s2)?))
+        .await?
+        .is_none()
+    {
+        return Err(AppError::NotFound);
+    }
+    let (tx, rx) = mpsc::channel(8);
+    let pool = state.pool.clone();
+    let who = actor(user.session());
+    let s2 = slug.clone();
+    actix_web::rt::task::spawn_blocking(move || {
+        let mut writer = ChannelWriter {
+            tx: tx.clone(),
+            buf: Vec::with_capacity(CHUNK),
+        };
+        let result = pool
+            .get()
+            .map_err(|e| e.to_string())
+            .and_then(|mut conn| {
+                ops::export(&mut conn, &s2, kind, filter, &who, &mut writer)
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|_| writer.flush().map_err(|e| e.to_string()));
+        if let Err(e) = result {
+            // Ends the body with an error: the client sees an aborted, clearly incomplete file.
+            tracing::error!(study = %s2, error = %e, "export failed");
+            let _ = tx.blocking_send(Err(std::io::Error::other(e)));
+        }
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("text/csv; charset=utf-8")
+        .insert_header((
+            "Content-Disposition",
+            format!("attachment; filename=\"{slug}-{}.csv\"", kind.as_str()),
+        ))
+        .insert_header(("Cache-Control", "no-store"))
+        .streaming(Body(rx)))
+}
