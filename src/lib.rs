@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod config;
 pub mod domain;
+pub mod llm;
 pub mod ops;
 pub mod store;
 pub mod survey;

@@ -6,6 +6,7 @@ pub mod error;
 pub mod instrument;
 pub mod parse;
 pub mod prompt;
+pub mod run;
 pub mod situation;
 pub mod stats;
 pub mod study;

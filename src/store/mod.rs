@@ -5,6 +5,7 @@ pub mod audit;
 pub mod db;
 pub mod instruments;
 pub mod participants;
+pub mod runs;
 pub mod schema;
 pub mod situations;
 pub mod studies;
@@ -63,6 +64,10 @@ id_type!(
     StudyId,
     /// A row of `users`.
     UserId,
+    /// A row of `model_runs`.
+    RunId,
+    /// A row of `model_trials`.
+    TrialId,
 );
 
 /// What an import did to one kind of row.
