@@ -5,4 +5,5 @@
 pub mod client;
 pub mod fake;
 pub mod runner;
+pub mod setup;
 pub mod wire;

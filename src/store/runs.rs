@@ -368,6 +368,11 @@ pub fn cancel(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
 /// Queues a paused, cancelled or failed run again (after, say, fixing an API key); a completed
 /// run whose trials are all finished stays completed.
 pub fn resume(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
+    if let Some(run) = get(conn, id)? {
+        if run.status == status::COMPLETED {
+            return Ok(run);
+        }
+    }
     transition(
         conn,
         id,

@@ -8,5 +8,6 @@
 mod cli;
 mod helpers;
 mod imports;
+mod runs;
 mod survey;
 mod web;
