@@ -881,7 +881,7 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
         "local",
         "openai",
         &llm.url,
-        "concurrency = 1\ntimeout_seconds = 120",
+        "concurrency = 1\ntimeout_seconds = 600",
     )]);
     let started = Instant::now();
     let out = ok(eb(
@@ -902,7 +902,7 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
             "--situations",
             "emotion:Anger",
             "--max-tokens",
-            "200",
+            "120",
             "--seed",
             "1",
         ],
