@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// `sqlite://path` (the embedded default) or `postgres://…`.
     pub database_url: String,
@@ -25,6 +25,144 @@ pub struct Settings {
     pub log: String,
     /// Largest form body accepted (bytes); larger requests get 413. A PANAS page is < 1 KiB.
     pub max_body_bytes: usize,
+    /// LLM providers (`[[providers]]` tables in the config file). API keys are not here: each
+    /// provider names the environment variable that holds its key.
+    pub providers: Vec<ProviderConfig>,
+}
+
+/// Which wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, llama.cpp, ...).
+    Openai,
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// Google's Gemini `generateContent`.
+    Gemini,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+        }
+    }
+}
+
+/// One `[[providers]]` table of the config file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// e.g. `https://api.openai.com/v1`, `https://api.anthropic.com/v1`,
+    /// `https://generativelanguage.googleapis.com/v1beta`.
+    pub base_url: String,
+    /// The name of the environment variable holding the API key (None: send no key, e.g. a
+    /// local llama.cpp server).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Requests in flight at most (the adaptive limit starts here and never exceeds it).
+    #[serde(default = "default_concurrency")]
+    pub concurrency: u32,
+    #[serde(default)]
+    pub requests_per_minute: Option<u32>,
+    #[serde(default)]
+    pub tokens_per_minute: Option<u32>,
+    /// USD per million input tokens.
+    #[serde(default)]
+    pub price_input_per_mtok: Option<f64>,
+    /// USD per million output tokens.
+    #[serde(default)]
+    pub price_output_per_mtok: Option<f64>,
+    /// Seconds one HTTP request may take in all.
+    #[serde(default = "default_timeout")]
+    pub timeout_seconds: f64,
+    /// Attempts per trial for transient errors (429, 5xx, timeouts, broken connections).
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// Replies per trial that may fail to parse before the trial fails.
+    #[serde(default = "default_parse_attempts")]
+    pub max_parse_attempts: u32,
+    /// The first backoff delay; each retry doubles it (with jitter), up to 60 s.
+    #[serde(default = "default_backoff")]
+    pub backoff_base_ms: u64,
+}
+
+fn default_concurrency() -> u32 {
+    4
+}
+fn default_timeout() -> f64 {
+    120.0
+}
+fn default_max_attempts() -> u32 {
+    6
+}
+fn default_parse_attempts() -> u32 {
+    3
+}
+fn default_backoff() -> u64 {
+    1000
+}
+
+impl ProviderConfig {
+    /// A provider with the default limits.
+    pub fn new(name: &str, kind: ProviderKind, base_url: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            kind,
+            base_url: base_url.to_owned(),
+            api_key_env: None,
+            concurrency: default_concurrency(),
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            price_input_per_mtok: None,
+            price_output_per_mtok: None,
+            timeout_seconds: default_timeout(),
+            max_attempts: default_max_attempts(),
+            max_parse_attempts: default_parse_attempts(),
+            backoff_base_ms: default_backoff(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let name = &self.name;
+        if name.trim().is_empty() {
+            return Err("a provider has an empty name".into());
+        }
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            return Err(format!(
+                "provider {name}: base_url must start with http:// or https://"
+            ));
+        }
+        if self.concurrency == 0 || self.max_attempts == 0 || self.max_parse_attempts == 0 {
+            return Err(format!(
+                "provider {name}: concurrency, max_attempts and max_parse_attempts must be at least 1"
+            ));
+        }
+        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
+            return Err(format!("provider {name}: timeout_seconds must be positive"));
+        }
+        if self.requests_per_minute == Some(0) || self.tokens_per_minute == Some(0) {
+            return Err(format!(
+                "provider {name}: a rate limit of 0 would never send anything"
+            ));
+        }
+        for price in [self.price_input_per_mtok, self.price_output_per_mtok]
+            .into_iter()
+            .flatten()
+        {
+            if !(price.is_finite() && price >= 0.0) {
+                return Err(format!(
+                    "provider {name}: prices must be non-negative numbers"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for Settings {
@@ -38,6 +176,7 @@ impl Default for Settings {
             auto_migrate: true,
             log: "info".into(),
             max_body_bytes: 32 * 1024,
+            providers: Vec::new(),
         }
     }
 }
@@ -55,6 +194,7 @@ struct FileSettings {
     auto_migrate: Option<bool>,
     log: Option<String>,
     max_body_bytes: Option<usize>,
+    providers: Option<Vec<ProviderConfig>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +269,16 @@ impl Settings {
         if let Some(v) = f.max_body_bytes {
             self.max_body_bytes = v;
         }
+        if let Some(providers) = f.providers {
+            let mut names = std::collections::HashSet::new();
+            for p in &providers {
+                p.validate()?;
+                if !names.insert(p.name.as_str()) {
+                    return Err(format!("provider {} is defined twice", p.name));
+                }
+            }
+            self.providers = providers;
+        }
         Ok(())
     }
 
@@ -158,6 +308,21 @@ impl Settings {
             self.max_body_bytes = parse_env("EMOTIONBENCH_MAX_BODY_BYTES", v)?;
         }
         Ok(())
+    }
+
+    /// The provider of that name, or an error listing the configured ones.
+    pub fn provider(&self, name: &str) -> Result<&ProviderConfig, String> {
+        self.providers
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.providers.iter().map(|p| p.name.as_str()).collect();
+                if known.is_empty() {
+                    format!("no provider {name:?}: the config file defines no [[providers]]")
+                } else {
+                    format!("no provider {name:?}; configured: {}", known.join(", "))
+                }
+            })
     }
 
     /// The base of links printed for people: the public URL, or one built from the bound address.
@@ -227,6 +392,37 @@ mod tests {
         assert!(matches!(err, Some(ConfigError::Parse { .. })), "{err:?}");
         let err = Settings::load(None, env_of(&[("EMOTIONBENCH_POOL_SIZE", "many")])).err();
         assert!(matches!(err, Some(ConfigError::Env { .. })), "{err:?}");
+    }
+
+    #[test]
+    fn providers_are_read_from_tables_with_defaults_and_checked() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("eb.toml");
+        std::fs::write(
+            &path,
+            "[[providers]]\nname = \"oa\"\nkind = \"openai\"\nbase_url = \"https://api.openai.com/v1\"\n\
+             api_key_env = \"OPENAI_API_KEY\"\nrequests_per_minute = 500\nprice_input_per_mtok = 0.15\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let s = Settings::load(Some(&path), env_of(&[])).unwrap_or_else(|e| panic!("{e}"));
+        let p = s.provider("oa").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.kind, ProviderKind::Openai);
+        assert_eq!(p.concurrency, 4);
+        assert_eq!(p.max_attempts, 6);
+        assert_eq!(p.requests_per_minute, Some(500));
+        assert!(s.provider("other").is_err());
+        std::fs::write(
+            &path,
+            "[[providers]]\nname = \"x\"\nkind = \"mistral\"\nbase_url = \"http://h\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(Settings::load(Some(&path), env_of(&[])).is_err());
+        std::fs::write(
+            &path,
+            "[[providers]]\nname = \"x\"\nkind = \"openai\"\nbase_url = \"ftp://h\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(Settings::load(Some(&path), env_of(&[])).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod config;
 pub mod domain;
 pub mod export;
+pub mod llm;
 pub mod ops;
 pub mod store;
 pub mod survey;

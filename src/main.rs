@@ -6,8 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use emotionbench::domain::prompt::Measure;
+use emotionbench::llm::setup;
 use emotionbench::store::{self, db, instruments, situations};
 use emotionbench::{Application, Settings, ops};
+
+mod cli;
+use cli::bench;
+use cli::work::{cmd_run, cmd_runs, cmd_worker};
 
 #[derive(Parser)]
 #[command(name = "emotionbench", version, about = "EmotionBench for people and LLMs from one definition", long_about = None)]
@@ -47,6 +53,16 @@ enum Command {
     Retention(RetentionCommand),
     /// Export a study as CSV (UTF-8, RFC 4180, ISO 8601 UTC), streamed in bounded memory.
     Export(ExportArgs),
+    /// Create a model run and work it in the foreground (or `run resume ID`).
+    Run(RunArgs),
+    /// Model runs: list, show, pause, resume, cancel.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Work the trials of every active model run until stopped (SIGINT/SIGTERM).
+    Worker(WorkerArgs),
+    /// Prompts as sent to models.
+    #[command(subcommand)]
+    Prompt(PromptCommand),
     /// Benchmarks and load generators (loopback only, bounded).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -54,6 +70,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// The full protocol (50 default + 1,750 evoked trials) against a local fake provider.
+    Runner(bench::BenchArgs),
     /// Drive real HTTP participants through the whole survey and report throughput and latency.
     Survey(BenchSurveyArgs),
     /// Generate a study in a temporary SQLite database and time the long export of it.
@@ -162,6 +180,122 @@ struct ExportArgs {
 }
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct RunArgs {
+    #[command(subcommand)]
+    pub(crate) action: Option<RunAction>,
+    /// The study (slug) whose instrument and situations are used.
+    #[arg(long)]
+    pub(crate) study: Option<String>,
+    /// A provider name from the config file's [[providers]].
+    #[arg(long)]
+    pub(crate) provider: Option<String>,
+    /// The model name as the provider knows it.
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// eb-code (upstream's exact messages), paper, stability, or a custom template file.
+    #[arg(long, default_value = "eb-code")]
+    pub(crate) template: String,
+    /// Evoked trials per situation.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) repeats: u32,
+    /// Default-measure trials.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) default_repeats: u32,
+    /// all | tested | set:NAME | emotion:Anger[,Fear] | factor:Anger-0[,...] | keys:KEY[,KEY]
+    #[arg(long, default_value = "all")]
+    pub(crate) situations: String,
+    /// Seed of the item orders (random when omitted; stored with the run).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) temperature: f64,
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) top_p: f64,
+    #[arg(long, default_value_t = 512)]
+    pub(crate) max_tokens: u32,
+    /// Do not send a per-trial seed to the provider.
+    #[arg(long)]
+    pub(crate) no_request_seed: bool,
+    /// Only create the run (workers pick it up); do not work it here.
+    #[arg(long)]
+    pub(crate) detach: bool,
+    #[command(flatten)]
+    pub(crate) work: WorkOpts,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum RunAction {
+    /// Resume a run (paused, interrupted, failed or cancelled) and work it in the foreground.
+    Resume {
+        id: i64,
+        #[command(flatten)]
+        work: WorkOpts,
+    },
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct WorkOpts {
+    /// Seconds a claimed trial stays leased without renewal (renewed at every attempt).
+    #[arg(long, default_value_t = 120)]
+    pub(crate) lease_seconds: u64,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum RunsCommand {
+    /// List the runs with their progress.
+    List,
+    /// One run: parameters, progress, failures, a sample of replies.
+    Show {
+        id: i64,
+        /// Print every trial as JSON lines instead.
+        #[arg(long)]
+        trials: bool,
+    },
+    /// Stop claiming new trials (trials in flight finish).
+    Pause { id: i64 },
+    /// Queue a paused, failed or cancelled run again.
+    Resume { id: i64 },
+    /// Cancel a run: its pending trials are never sent.
+    Cancel { id: i64 },
+}
+
+#[derive(Args)]
+pub(crate) struct WorkerArgs {
+    /// Requests in flight at most (default: the sum of the providers' concurrency).
+    #[arg(long)]
+    pub(crate) slots: Option<usize>,
+    #[command(flatten)]
+    pub(crate) work: WorkOpts,
+}
+
+#[derive(Subcommand)]
+enum PromptCommand {
+    /// Print the exact messages of one trial.
+    Show {
+        #[arg(long)]
+        study: String,
+        /// default | evoked
+        #[arg(long, default_value = "default")]
+        measure: String,
+        /// Situation key (evoked; default: the first of the study's set).
+        #[arg(long)]
+        situation: Option<String>,
+        #[arg(long, default_value = "eb-code")]
+        template: String,
+        /// The item order of a run with this seed (default: canonical order).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// With --seed: which repeat.
+        #[arg(long, default_value_t = 0)]
+        repeat: u32,
+        /// Print the messages as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
 struct ServeArgs {
     /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
@@ -263,7 +397,7 @@ fn open(settings: &Settings) -> anyhow::Result<store::Pool> {
     Ok(db::connect(&settings.database_url, settings.pool_size)?)
 }
 
-fn migrated(settings: &Settings) -> anyhow::Result<store::Pool> {
+pub(crate) fn migrated(settings: &Settings) -> anyhow::Result<store::Pool> {
     let pool = open(settings)?;
     let mut conn = pool.get()?;
     db::migrate(&mut conn)?;
@@ -627,6 +761,46 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Run(args) => cmd_run(settings, args),
+        Command::Runs(cmd) => cmd_runs(settings, cmd),
+        Command::Worker(args) => cmd_worker(settings, args),
+        Command::Prompt(PromptCommand::Show {
+            study,
+            measure,
+            situation,
+            template,
+            seed,
+            repeat,
+            json,
+        }) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let measure: Measure = measure.parse().map_err(anyhow::Error::msg)?;
+            let messages = setup::prompt_messages(
+                &mut conn,
+                &setup::PromptRequest {
+                    study,
+                    measure,
+                    situation,
+                    template,
+                    seed,
+                    repeat,
+                },
+            )?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&messages)?);
+            } else {
+                for (i, m) in messages.iter().enumerate() {
+                    if i > 0 {
+                        println!();
+                    }
+                    println!("--- {} ---", m.role);
+                    println!("{}", m.content);
+                }
+            }
+            Ok(())
+        }
+        Command::Bench(BenchCommand::Runner(args)) => bench::runner(settings, args),
     }
 }
 

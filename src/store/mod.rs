@@ -8,6 +8,7 @@ pub mod instruments;
 pub mod model_runs;
 pub mod monitor;
 pub mod participants;
+pub mod runs;
 pub mod schema;
 pub mod sessions;
 pub mod situations;
@@ -67,6 +68,10 @@ id_type!(
     StudyId,
     /// A row of `users`.
     UserId,
+    /// A row of `model_runs`.
+    RunId,
+    /// A row of `model_trials`.
+    TrialId,
 );
 
 /// What an import did to one kind of row.

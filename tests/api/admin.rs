@@ -106,7 +106,11 @@ fn every_route_is_in_the_matrix() {
 }
 
 fn concrete(path: &str) -> String {
-    let file = if path.contains("/export/") { "wide.csv" } else { "app.css" };
+    let file = if path.contains("/export/") {
+        "wide.csv"
+    } else {
+        "app.css"
+    };
     path.replace("{study}", "matrix")
         .replace("{page}", "consent")
         .replace("{file}", file)
@@ -598,7 +602,11 @@ on_both_backends!(
 fn researchers_download_the_exports_from_the_monitor(db: TestDb) {
     let app = spawn_app(db);
     make_study(&app, "dl", |_| {});
-    walk_to(&app.browser(), &format!("/s/dl?PROLIFIC_PID={PID}"), "never");
+    walk_to(
+        &app.browser(),
+        &format!("/s/dl?PROLIFIC_PID={PID}"),
+        "never",
+    );
     walk_to(&app.browser(), "/s/dl", "situation"); // one still in progress
     let researcher = signed_in(&app, users::Role::Researcher);
     let monitor = researcher.get("/admin/studies/dl");
@@ -606,15 +614,30 @@ fn researchers_download_the_exports_from_the_monitor(db: TestDb) {
     let wide = researcher.get("/admin/studies/dl/export/wide.csv");
     assert_eq!(wide.status, 200);
     assert!(wide.header("content-type").unwrap().starts_with("text/csv"));
-    assert!(wide.header("content-disposition").unwrap().contains("dl-wide.csv"));
-    assert_eq!(wide.body.lines().count(), 2, "header + the completed participant: {}", wide.body);
+    assert!(
+        wide.header("content-disposition")
+            .unwrap()
+            .contains("dl-wide.csv")
+    );
+    assert_eq!(
+        wide.body.lines().count(),
+        2,
+        "header + the completed participant: {}",
+        wide.body
+    );
     assert!(wide.body.contains(PID));
     let long = researcher.get("/admin/studies/dl/export/long.csv?status=all");
     assert_eq!(long.body.lines().count(), 1 + 40 + 20, "everyone's answers");
     let codebook = researcher.get("/admin/studies/dl/export/codebook.csv");
     assert!(codebook.body.lines().count() > 50);
-    assert_eq!(researcher.get("/admin/studies/dl/export/secret.csv").status, 404);
-    assert_eq!(researcher.get("/admin/studies/nope/export/wide.csv").status, 404);
+    assert_eq!(
+        researcher.get("/admin/studies/dl/export/secret.csv").status,
+        404
+    );
+    assert_eq!(
+        researcher.get("/admin/studies/nope/export/wide.csv").status,
+        404
+    );
     let admin = signed_in(&app, users::Role::Admin);
     assert!(admin.get("/admin/audit").body.contains("export.wide"));
 }

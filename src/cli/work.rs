@@ -1,0 +1,333 @@
+//! `run`, `run resume`, `runs …` and `worker`: drive the library's worker and print progress.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use emotionbench::Settings;
+use emotionbench::domain::run::{RunParams, Selection};
+use emotionbench::llm::runner::{Worker, WorkerOptions};
+use emotionbench::llm::setup;
+use emotionbench::store::runs::{self, Progress, status};
+use emotionbench::store::{Pool, RunId};
+
+use crate::{RunAction, RunArgs, RunsCommand, WorkOpts, WorkerArgs, migrated};
+
+/// Sets `stop` on SIGINT or SIGTERM (a thread running a small signal-only runtime).
+pub fn stop_on_signals() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::spawn(move || {
+        let system = actix_web::rt::System::new();
+        system.block_on(async move {
+            use actix_web::rt::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            std::future::poll_fn(|cx| {
+                if int.poll_recv(cx).is_ready() || term.poll_recv(cx).is_ready() {
+                    std::task::Poll::Ready(())
+                } else {
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
+            flag.store(true, Ordering::SeqCst);
+        });
+    });
+    stop
+}
+
+fn sized(mut settings: Settings, slots: usize) -> Settings {
+    settings.pool_size = settings
+        .pool_size
+        .max(u32::try_from(slots.saturating_add(2).min(32)).unwrap_or(32));
+    settings
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
+    if let Some(RunAction::Resume { id, work }) = args.action {
+        let pool = migrated(&settings)?;
+        let run = {
+            let mut conn = pool.get()?;
+            runs::resume(&mut conn, RunId(id))?
+        };
+        eprintln!("run {id} resumed ({})", run.status);
+        return foreground(settings, pool, RunId(id), &work);
+    }
+    let need = |v: Option<String>, flag: &str| {
+        v.with_context(|| format!("{flag} is required (or use `run resume ID`)"))
+    };
+    let request = setup::RunRequest {
+        study: need(args.study, "--study")?,
+        provider: need(args.provider, "--provider")?,
+        model: need(args.model, "--model")?,
+        template: args.template,
+        repeats: args.repeats,
+        default_repeats: args.default_repeats,
+        selection: args
+            .situations
+            .parse::<Selection>()
+            .map_err(anyhow::Error::msg)?,
+        seed: args.seed,
+        params: RunParams {
+            temperature: args.temperature,
+            top_p: args.top_p,
+            max_tokens: args.max_tokens,
+            send_seed: !args.no_request_seed,
+            custom_template: None,
+        },
+    };
+    let pool = migrated(&settings)?;
+    let created = {
+        let mut conn = pool.get()?;
+        setup::create_run(&mut conn, &settings, &request)?
+    };
+    println!(
+        "run {} created: {} trials, seed {}",
+        created.run, created.trials, created.seed
+    );
+    if args.detach {
+        return Ok(());
+    }
+    foreground(settings, pool, created.run, &args.work)
+}
+
+fn progress_line(run: RunId, p: &Progress, rate: f64, in_flight: i64) -> String {
+    let remaining = p.pending + p.leased;
+    let eta = if rate > 0.0 && remaining > 0 {
+        format!("{:.0}s", remaining as f64 / rate)
+    } else {
+        "-".into()
+    };
+    format!(
+        "run {run}: {}/{} done, {} failed, {} in flight, {:.2}/s, ETA {eta}, tokens {} in / {} out, cost ${:.4}",
+        p.done,
+        p.total,
+        p.failed,
+        in_flight,
+        rate,
+        p.input_tokens,
+        p.output_tokens,
+        p.cost_micros as f64 / 1e6
+    )
+}
+
+/// Works one run in this process until it is completed, failed, paused or cancelled, or until
+/// SIGINT/SIGTERM (which puts the trials in flight back in the queue).
+fn foreground(settings: Settings, pool: Pool, run: RunId, work: &WorkOpts) -> anyhow::Result<()> {
+    let record = {
+        let mut conn = pool.get()?;
+        runs::get(&mut conn, run)?.with_context(|| format!("no run {run}"))?
+    };
+    let provider = settings
+        .provider(&record.provider)
+        .map_err(anyhow::Error::msg)?;
+    let slots = provider.concurrency as usize;
+    let settings = sized(settings, slots);
+    let pool = if settings.pool_size > pool.max_size() {
+        drop(pool);
+        migrated(&settings)?
+    } else {
+        pool
+    };
+    let stop = stop_on_signals();
+    let mut opts = WorkerOptions::new(slots);
+    opts.only_run = Some(run);
+    opts.lease = Duration::from_secs(work.lease_seconds.max(1));
+    let worker = Worker::new(pool.clone(), &settings, opts, stop.clone(), env);
+    let started = Instant::now();
+    let first = {
+        let mut conn = pool.get()?;
+        runs::progress(&mut conn, run)?
+    };
+    let threads = worker.spawn();
+    let tty = std::io::stderr().is_terminal();
+    let mut last_print = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let mut conn = pool.get()?;
+        let p = runs::progress(&mut conn, run)?;
+        let r = runs::get(&mut conn, run)?.with_context(|| format!("run {run} vanished"))?;
+        drop(conn);
+        let rate = (p.finished() - first.finished()) as f64 / started.elapsed().as_secs_f64();
+        let line = progress_line(run, &p, rate, p.leased);
+        if stop.load(Ordering::SeqCst) {
+            let released = worker.release_all()?;
+            eprintln!();
+            println!("{line}");
+            println!(
+                "interrupted: {released} trials in flight returned to the queue; \
+                 continue with `emotionbench run resume {run}`"
+            );
+            // Slot threads may be inside an HTTP call: exit without waiting for them.
+            std::process::exit(130);
+        }
+        if tty {
+            eprint!("\r{line}\x1b[K");
+            let _ = std::io::stderr().flush();
+        } else if last_print.elapsed() >= Duration::from_secs(5) {
+            eprintln!("{line}");
+            last_print = Instant::now();
+        }
+        if !r.is_active() {
+            stop.store(true, Ordering::SeqCst);
+            for t in threads {
+                let _ = t.join();
+            }
+            let mut conn = pool.get()?;
+            let p = runs::progress(&mut conn, run)?;
+            if tty {
+                eprintln!();
+            }
+            println!("{}", progress_line(run, &p, rate, p.leased));
+            println!(
+                "run {run} {} in {:.1}s ({} parse failures recorded)",
+                r.status,
+                started.elapsed().as_secs_f64(),
+                p.parse_failures
+            );
+            return match r.status.as_str() {
+                status::FAILED => Err(anyhow::anyhow!(
+                    "run {run} failed: {}",
+                    r.error.unwrap_or_default()
+                )),
+                _ => Ok(()),
+            };
+        }
+    }
+}
+
+pub fn cmd_worker(settings: Settings, args: WorkerArgs) -> anyhow::Result<()> {
+    if settings.providers.is_empty() {
+        anyhow::bail!(
+            "the config file defines no [[providers]]: a worker would have nothing to call"
+        );
+    }
+    let slots = args.slots.unwrap_or_else(|| {
+        settings
+            .providers
+            .iter()
+            .map(|p| p.concurrency as usize)
+            .sum::<usize>()
+            .min(256)
+    });
+    let settings = sized(settings, slots);
+    let pool = migrated(&settings)?;
+    let stop = stop_on_signals();
+    let mut opts = WorkerOptions::new(slots);
+    opts.lease = Duration::from_secs(args.work.lease_seconds.max(1));
+    let worker = Worker::new(pool, &settings, opts, stop.clone(), env);
+    tracing::info!(owner = %worker.opts.owner, slots, "worker started");
+    let _threads = worker.spawn();
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let released = worker.release_all()?;
+    tracing::info!(
+        released,
+        "worker stopped; trials in flight returned to the queue"
+    );
+    std::process::exit(0);
+}
+
+pub fn cmd_runs(settings: Settings, cmd: RunsCommand) -> anyhow::Result<()> {
+    let pool = migrated(&settings)?;
+    let mut conn = pool.get()?;
+    match cmd {
+        RunsCommand::List => {
+            println!(
+                "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
+                "ID", "STATUS", "PROVIDER", "MODEL", "TEMPLATE", "TRIALS", "DONE", "FAILED"
+            );
+            for r in runs::list(&mut conn)? {
+                let p = runs::progress(&mut conn, RunId(r.id))?;
+                println!(
+                    "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
+                    r.id, r.status, r.provider, r.model, r.template, p.total, p.done, p.failed
+                );
+            }
+        }
+        RunsCommand::Show { id, trials } => {
+            let run = RunId(id);
+            let r = runs::get(&mut conn, run)?.with_context(|| format!("no run {id}"))?;
+            let all = runs::trials(&mut conn, run)?;
+            if trials {
+                for t in &all {
+                    println!("{}", serde_json::to_string(t)?);
+                }
+                return Ok(());
+            }
+            let p = runs::progress(&mut conn, run)?;
+            println!("run {}: {}", r.id, r.status);
+            if let Some(e) = &r.error {
+                println!("error:      {e}");
+            }
+            println!("provider:   {} / model {}", r.provider, r.model);
+            println!("template:   {}", r.template);
+            println!("params:     {}", r.params);
+            println!("selection:  {}", r.selection);
+            println!(
+                "repeats:    {} per situation, {} default; seed {}",
+                r.repeats, r.default_repeats, r.seed
+            );
+            println!(
+                "trials:     {} total, {} done, {} failed, {} pending, {} in flight",
+                p.total, p.done, p.failed, p.pending, p.leased
+            );
+            println!(
+                "tokens:     {} in / {} out; cost ${:.4}",
+                p.input_tokens,
+                p.output_tokens,
+                p.cost_micros as f64 / 1e6
+            );
+            println!("parse failures (attempts): {}", p.parse_failures);
+            let mut classes: Vec<(String, usize)> = Vec::new();
+            for t in all.iter().filter(|t| t.status == "failed") {
+                let c = t.error_class.clone().unwrap_or_default();
+                match classes.iter_mut().find(|(k, _)| *k == c) {
+                    Some((_, n)) => *n += 1,
+                    None => classes.push((c, 1)),
+                }
+            }
+            for (c, n) in classes {
+                println!("failed as {c}: {n}");
+            }
+            for t in all.iter().filter(|t| t.raw_reply.is_some()).take(2) {
+                let reply: String = t
+                    .raw_reply
+                    .clone()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(200)
+                    .collect();
+                println!(
+                    "sample reply (trial {}, {} {} #{}): {:?}",
+                    t.id, t.measure, t.situation_key, t.repeat_index, reply
+                );
+            }
+        }
+        RunsCommand::Pause { id } => {
+            let r = runs::pause(&mut conn, RunId(id))?;
+            println!("run {id} {}", r.status);
+        }
+        RunsCommand::Resume { id } => {
+            let r = runs::resume(&mut conn, RunId(id))?;
+            println!("run {id} {}", r.status);
+        }
+        RunsCommand::Cancel { id } => {
+            let r = runs::cancel(&mut conn, RunId(id))?;
+            println!("run {id} {}", r.status);
+        }
+    }
+    Ok(())
+}

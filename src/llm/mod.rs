@@ -1,0 +1,9 @@
+//! Running the protocol on LLMs: provider wire formats and clients with their limits, the
+//! worker that executes trials from the database queue, and a fake provider for tests and the
+//! benchmark.
+
+pub mod client;
+pub mod fake;
+pub mod runner;
+pub mod setup;
+pub mod wire;

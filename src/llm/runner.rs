@@ -1,0 +1,567 @@
+//! The worker: slot threads that claim trials from the database queue, render the prompt from
+//! the instrument and situation, call the provider within its limits, parse the reply and
+//! record every attempt and the outcome.
+//!
+//! Nothing is kept only in memory: a worker that dies leaves leased trials whose leases expire
+//! and return them to the queue; a result is written only while its lease is held.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::config::Settings;
+use crate::domain::instrument::Instrument;
+use crate::domain::parse::{ParseSpec, parse_reply};
+use crate::domain::prompt::{Measure, Template, render, trial_seed};
+use crate::domain::run::{RunParams, cost_micros};
+use crate::store::runs::{self, AttemptOutcome, Trial, TrialOutcome};
+use crate::store::{InstrumentId, Pool, RunId, SituationSetId, StoreError, TrialId};
+use crate::store::{instruments, situations};
+
+use super::client::{CallError, ErrorClass, Provider, estimate_tokens};
+use super::wire;
+
+/// How a worker behaves.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Written into the leases it takes; unique per process.
+    pub owner: String,
+    /// How long a claim holds without being renewed (renewed at every attempt).
+    pub lease: Duration,
+    /// Work on this run only (the foreground `run` command); None: every active run.
+    pub only_run: Option<RunId>,
+    /// Slot threads (requests in flight at most, across providers).
+    pub slots: usize,
+    /// Sleep between looks at the queue when there is nothing to claim.
+    pub idle_poll: Duration,
+}
+
+impl WorkerOptions {
+    pub fn new(slots: usize) -> Self {
+        Self {
+            owner: format!(
+                "{}-{}-{:08x}",
+                hostname(),
+                std::process::id(),
+                rand::random::<u32>()
+            ),
+            lease: Duration::from_secs(120),
+            only_run: None,
+            slots: slots.max(1),
+            idle_poll: Duration::from_millis(250),
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "host".to_owned())
+}
+
+/// Why a run cannot be worked at all.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("database: {0}")]
+    Query(#[from] diesel::result::Error),
+    #[error("run {0}: {1}")]
+    Unusable(RunId, String),
+}
+
+/// Everything needed to execute the trials of one run.
+struct RunContext {
+    run: runs::Run,
+    provider: Arc<Provider>,
+    instrument: Instrument,
+    template: Template,
+    params: RunParams,
+    /// Situation key -> text.
+    situations: HashMap<String, String>,
+}
+
+pub struct Worker {
+    pool: Pool,
+    providers: HashMap<String, Arc<Provider>>,
+    pub opts: WorkerOptions,
+    stop: Arc<AtomicBool>,
+    contexts: Mutex<HashMap<i64, Arc<RunContext>>>,
+    active: Mutex<(Option<Instant>, Vec<i64>)>,
+}
+
+impl Worker {
+    /// A worker over the configured providers; `env` reads their API keys.
+    pub fn new(
+        pool: Pool,
+        settings: &Settings,
+        opts: WorkerOptions,
+        stop: Arc<AtomicBool>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Arc<Worker> {
+        let providers = settings
+            .providers
+            .iter()
+            .map(|p| (p.name.clone(), Arc::new(Provider::new(p.clone(), &env))))
+            .collect();
+        Arc::new(Worker {
+            pool,
+            providers,
+            opts,
+            stop,
+            contexts: Mutex::new(HashMap::new()),
+            active: Mutex::new((None, Vec::new())),
+        })
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Starts the slot threads.
+    pub fn spawn(self: &Arc<Self>) -> Vec<JoinHandle<()>> {
+        (0..self.opts.slots)
+            .map(|_| {
+                let w = self.clone();
+                std::thread::spawn(move || w.slot())
+            })
+            .collect()
+    }
+
+    /// Returns every trial this worker holds to the queue (on a graceful stop).
+    pub fn release_all(&self) -> Result<usize, RunnerError> {
+        let mut conn = self.pool.get().map_err(StoreError::from)?;
+        Ok(runs::release_all(&mut conn, &self.opts.owner)?)
+    }
+
+    fn runs_to_work(&self) -> Vec<i64> {
+        if let Some(run) = self.opts.only_run {
+            return vec![run.0];
+        }
+        let mut cache = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = cache
+            .0
+            .is_some_and(|at| at.elapsed() < Duration::from_millis(500));
+        if !fresh {
+            let list = self
+                .pool
+                .get()
+                .ok()
+                .and_then(|mut c| runs::active(&mut c).ok())
+                .unwrap_or_default();
+            cache.1 = list
+                .into_iter()
+                .filter(|r| self.providers.contains_key(&r.provider))
+                .map(|r| r.id)
+                .collect();
+            cache.0 = Some(Instant::now());
+        }
+        cache.1.clone()
+    }
+
+    fn context(&self, run: i64) -> Result<Arc<RunContext>, RunnerError> {
+        if let Some(c) = self
+            .contexts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&run)
+        {
+            return Ok(c.clone());
+        }
+        let id = RunId(run);
+        let mut conn = self.pool.get().map_err(StoreError::from)?;
+        let r = runs::get(&mut conn, id)?
+            .ok_or_else(|| RunnerError::Unusable(id, "no such run".into()))?;
+        let provider = self.providers.get(&r.provider).cloned().ok_or_else(|| {
+            RunnerError::Unusable(
+                id,
+                format!("provider {:?} is not in this worker's config", r.provider),
+            )
+        })?;
+        let params: RunParams = serde_json::from_str(&r.params)
+            .map_err(|e| RunnerError::Unusable(id, format!("stored parameters: {e}")))?;
+        let template = match (Template::builtin(&r.template), &params.custom_template) {
+            (Some(t), _) => t,
+            (None, Some(c)) => Template::Custom(c.clone()),
+            (None, None) => {
+                return Err(RunnerError::Unusable(
+                    id,
+                    format!("unknown template {:?}", r.template),
+                ));
+            }
+        };
+        let instrument = instruments::get(&mut conn, InstrumentId(r.instrument_id))?;
+        let situations = match r.situation_set_id {
+            Some(set) => situations::list(&mut conn, SituationSetId(set))?
+                .into_iter()
+                .map(|s| (s.situation.key, s.situation.text))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let ctx = Arc::new(RunContext {
+            run: r,
+            provider,
+            instrument,
+            template,
+            params,
+            situations,
+        });
+        self.contexts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(run, ctx.clone());
+        Ok(ctx)
+    }
+
+    fn slot(self: Arc<Self>) {
+        while !self.stopped() {
+            let mut worked = false;
+            for run in self.runs_to_work() {
+                if self.stopped() {
+                    return;
+                }
+                let ctx = match self.context(run) {
+                    Ok(c) => c,
+                    Err(RunnerError::Unusable(id, message)) => {
+                        tracing::error!(run = id.0, %message, "run cannot be worked");
+                        if let Ok(mut conn) = self.pool.get() {
+                            let _ = runs::fail(&mut conn, id, &message);
+                        }
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(run, error = %e, "cannot load the run");
+                        continue;
+                    }
+                };
+                let Some(permit) = ctx.provider.try_acquire(Duration::from_millis(200)) else {
+                    continue;
+                };
+                let claimed = self.pool.get().map_err(StoreError::from).and_then(|mut c| {
+                    runs::claim(&mut c, RunId(run), &self.opts.owner, 1, self.opts.lease)
+                });
+                match claimed {
+                    Ok(mut trials) => {
+                        if let Some(trial) = trials.pop() {
+                            if let Err(e) = self.execute(&ctx, &trial) {
+                                tracing::warn!(trial = trial.id, error = %e, "trial not recorded");
+                            }
+                            worked = true;
+                        }
+                    }
+                    Err(e) => tracing::warn!(run, error = %e, "claim failed"),
+                }
+                drop(permit);
+                if worked {
+                    break;
+                }
+            }
+            if !worked {
+                self.sleep(self.opts.idle_poll, None);
+            }
+        }
+    }
+
+    /// Sleeps up to `d`, waking early on stop; renews `lease_of` while sleeping long.
+    /// False when stopped.
+    fn sleep(&self, d: Duration, lease_of: Option<TrialId>) -> bool {
+        let end = Instant::now() + d;
+        let mut renewed = Instant::now();
+        while Instant::now() < end {
+            if self.stopped() {
+                return false;
+            }
+            std::thread::sleep((end - Instant::now()).min(Duration::from_millis(50)));
+            if let Some(t) = lease_of {
+                if renewed.elapsed() > self.opts.lease / 3 {
+                    if let Ok(mut c) = self.pool.get() {
+                        let _ = runs::renew(&mut c, t, &self.opts.owner, self.opts.lease);
+                    }
+                    renewed = Instant::now();
+                }
+            }
+        }
+        !self.stopped()
+    }
+
+    fn conn(&self) -> Result<crate::store::PooledConnection, RunnerError> {
+        Ok(self.pool.get().map_err(StoreError::from)?)
+    }
+
+    fn fail_trial(
+        &self,
+        ctx: &RunContext,
+        id: TrialId,
+        class: &str,
+        error: String,
+    ) -> Result<(), RunnerError> {
+        let mut conn = self.conn()?;
+        runs::finish_trial(
+            &mut conn,
+            RunId(ctx.run.id),
+            id,
+            &self.opts.owner,
+            &TrialOutcome {
+                done: false,
+                raw_reply: None,
+                scores: None,
+                error_class: Some(class.to_owned()),
+                error: Some(error),
+                latency_ms: None,
+                input_tokens: None,
+                output_tokens: None,
+                cost_micros: None,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// One trial to its end: done, failed, released (stopping; a rejected key) or lost lease.
+    fn execute(&self, ctx: &RunContext, trial: &Trial) -> Result<(), RunnerError> {
+        let id = TrialId(trial.id);
+        let owner = self.opts.owner.as_str();
+        let run_id = RunId(ctx.run.id);
+        let config = &ctx.provider.config;
+        let Ok(order) = serde_json::from_str::<Vec<u32>>(&trial.item_order) else {
+            return self.fail_trial(
+                ctx,
+                id,
+                "prompt",
+                "the stored item order is not valid".into(),
+            );
+        };
+        let measure: Measure = match trial.measure.parse() {
+            Ok(m) => m,
+            Err(e) => return self.fail_trial(ctx, id, "prompt", e),
+        };
+        let situation = ctx.situations.get(&trial.situation_key).map(String::as_str);
+        let messages = match render(&ctx.instrument, &ctx.template, measure, situation, &order) {
+            Ok(m) => m,
+            Err(e) => return self.fail_trial(ctx, id, "prompt", e.to_string()),
+        };
+        let seed = trial_seed(
+            ctx.run.seed as u64,
+            measure,
+            &trial.situation_key,
+            u32::try_from(trial.repeat_index).unwrap_or(0),
+        );
+        let body = wire::request_body(config.kind, &ctx.run.model, &messages, &ctx.params, seed)
+            .to_string();
+        let texts: Vec<&str> = ctx
+            .instrument
+            .items
+            .iter()
+            .map(|i| i.text.as_str())
+            .collect();
+        let spec = ParseSpec {
+            display_order: &order,
+            item_texts: &texts,
+            min: ctx.instrument.min,
+            max: ctx.instrument.max,
+        };
+        let (mut sent, mut parse_failures, mut transient) = (0u32, 0u32, 0u32);
+        let (mut input, mut output) = (0i64, 0i64);
+        let cost = |i: i64, o: i64| {
+            cost_micros(
+                i,
+                o,
+                config.price_input_per_mtok,
+                config.price_output_per_mtok,
+            )
+        };
+        loop {
+            if self.stopped() {
+                runs::release(&mut *self.conn()?, id, owner, None)?;
+                return Ok(());
+            }
+            let estimate = estimate_tokens(&body, ctx.params.max_tokens);
+            let wait = ctx.provider.reserve(estimate);
+            if !self.sleep(wait, Some(id)) {
+                runs::release(&mut *self.conn()?, id, owner, None)?;
+                return Ok(());
+            }
+            let Some(attempt) =
+                runs::start_attempt(&mut *self.conn()?, id, owner, self.opts.lease, &body)?
+            else {
+                return Ok(()); // the lease was lost: another worker has this trial now
+            };
+            sent += 1;
+            let started = Instant::now();
+            let result = ctx.provider.send(&ctx.run.model, &body);
+            let latency = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+            let (reply, error) = match result {
+                Ok(ok) => {
+                    ctx.provider.on_success();
+                    let (i, o) = (
+                        ok.completion.input_tokens.unwrap_or(0),
+                        ok.completion.output_tokens.unwrap_or(0),
+                    );
+                    ctx.provider.settle_tokens(estimate, i + o);
+                    input += i;
+                    output += o;
+                    let text = ok.completion.text.clone();
+                    let mut outcome = AttemptOutcome {
+                        raw_reply: Some(text.clone()),
+                        http_status: Some(i32::from(ok.http_status)),
+                        latency_ms: Some(latency),
+                        input_tokens: ok.completion.input_tokens,
+                        output_tokens: ok.completion.output_tokens,
+                        ..AttemptOutcome::default()
+                    };
+                    match parse_reply(&text, &spec) {
+                        Ok(parsed) => {
+                            let mut conn = self.conn()?;
+                            runs::finish_attempt(&mut conn, id, attempt, &outcome)?;
+                            let scores = serde_json::to_string(&parsed.scores).ok();
+                            runs::finish_trial(
+                                &mut conn,
+                                run_id,
+                                id,
+                                owner,
+                                &TrialOutcome {
+                                    done: true,
+                                    raw_reply: Some(text),
+                                    scores,
+                                    error_class: None,
+                                    error: None,
+                                    latency_ms: Some(latency),
+                                    input_tokens: Some(input),
+                                    output_tokens: Some(output),
+                                    cost_micros: cost(input, output),
+                                },
+                            )?;
+                            return Ok(());
+                        }
+                        Err(e) => {
+                            let message = format!("{} ({})", e, e.class());
+                            outcome.error_class = Some(ErrorClass::Parse.as_str().into());
+                            outcome.error = Some(message.clone());
+                            runs::finish_attempt(&mut *self.conn()?, id, attempt, &outcome)?;
+                            (
+                                Some(text),
+                                CallError {
+                                    class: ErrorClass::Parse,
+                                    http_status: Some(ok.http_status),
+                                    message,
+                                    body: None,
+                                    retry_after: None,
+                                },
+                            )
+                        }
+                    }
+                }
+                Err(e) => {
+                    runs::finish_attempt(
+                        &mut *self.conn()?,
+                        id,
+                        attempt,
+                        &AttemptOutcome {
+                            raw_reply: e.body.clone(),
+                            http_status: e.http_status.map(i32::from),
+                            error_class: Some(e.class.as_str().into()),
+                            error: Some(e.message.clone()),
+                            latency_ms: Some(latency),
+                            ..AttemptOutcome::default()
+                        },
+                    )?;
+                    (e.body.clone(), e)
+                }
+            };
+            let give_up =
+                |class: &str, message: String, reply: Option<String>| -> Result<(), RunnerError> {
+                    let mut conn = self.conn()?;
+                    runs::finish_trial(
+                        &mut conn,
+                        run_id,
+                        id,
+                        owner,
+                        &TrialOutcome {
+                            done: false,
+                            raw_reply: reply,
+                            scores: None,
+                            error_class: Some(class.to_owned()),
+                            error: Some(message),
+                            latency_ms: Some(latency),
+                            input_tokens: Some(input),
+                            output_tokens: Some(output),
+                            cost_micros: cost(input, output),
+                        },
+                    )?;
+                    Ok(())
+                };
+            match error.class {
+                ErrorClass::Auth => {
+                    // Not the trial's fault: it goes back to the queue, the run stops with a
+                    // message, and `runs resume` after fixing the key picks it up again.
+                    let mut conn = self.conn()?;
+                    runs::release(&mut conn, id, owner, Some(("auth", &error.message)))?;
+                    runs::fail(&mut conn, run_id, &error.message)?;
+                    tracing::error!(run = run_id.0, message = %error.message, "run failed");
+                    return Ok(());
+                }
+                ErrorClass::BadRequest => {
+                    return give_up(error.class.as_str(), error.message, reply);
+                }
+                ErrorClass::Parse => {
+                    parse_failures += 1;
+                    if parse_failures >= config.max_parse_attempts || sent >= config.max_attempts {
+                        let message = format!(
+                            "no readable answers after {parse_failures} replies; last: {}",
+                            error.message
+                        );
+                        return give_up("parse", message, reply);
+                    }
+                    // Ask again at once: the reply was valid, only unreadable.
+                }
+                class => {
+                    transient += 1;
+                    if sent >= config.max_attempts {
+                        let message =
+                            format!("gave up after {sent} attempts; last: {}", error.message);
+                        return give_up(class.as_str(), message, reply);
+                    }
+                    if class == ErrorClass::RateLimited {
+                        ctx.provider.on_rate_limited(error.retry_after);
+                    }
+                    let delay = error
+                        .retry_after
+                        .unwrap_or_else(|| backoff(config.backoff_base_ms, transient));
+                    tracing::debug!(trial = id.0, class = class.as_str(), ?delay, "retrying");
+                    if !self.sleep(delay, Some(id)) {
+                        runs::release(&mut *self.conn()?, id, owner, None)?;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Exponential backoff with jitter: base × 2^(n−1), capped at 60 s, times a random factor in
+/// [0.5, 1) so that clients that failed together do not retry together.
+pub fn backoff(base_ms: u64, n: u32) -> Duration {
+    let exp = base_ms.saturating_mul(1u64 << n.saturating_sub(1).min(16));
+    let capped = exp.min(60_000) as f64;
+    let jitter = 0.5 + rand::random::<f64>() * 0.5;
+    Duration::from_millis((capped * jitter) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_exponentially_with_jitter_and_a_cap() {
+        for _ in 0..50 {
+            let b1 = backoff(1000, 1);
+            assert!(b1 >= Duration::from_millis(500) && b1 < Duration::from_millis(1000));
+            let b3 = backoff(1000, 3);
+            assert!(b3 >= Duration::from_millis(2000) && b3 < Duration::from_millis(4000));
+            assert!(backoff(1000, 30) < Duration::from_secs(60));
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Turning a researcher's request into stored runs and rendered prompts: resolve the study, its
+//! instrument and situations, the template, and plan the trials.
+
+use std::path::Path;
+
+use crate::config::Settings;
+use crate::domain::instrument::Instrument;
+use crate::domain::prompt::canonical_order;
+use crate::domain::prompt::{ChatMessage, Measure, Template, parse_custom_template, render};
+use crate::domain::run::{RunParams, Selection, TESTED_SET, plan_trials, trial_order};
+use crate::store::runs::{self, NewRun, NewTrial};
+use crate::store::situations::StoredSituation;
+use crate::store::studies::{self, Study};
+use crate::store::{
+    DbConnection, InstrumentId, RunId, SituationSetId, StoreError, instruments, situations,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<diesel::result::Error> for SetupError {
+    fn from(e: diesel::result::Error) -> Self {
+        SetupError::Store(StoreError::Query(e))
+    }
+}
+
+fn invalid(message: impl Into<String>) -> SetupError {
+    SetupError::Invalid(message.into())
+}
+
+/// A template by built-in name (`eb-code`, `paper`, `stability`) or a custom template file.
+pub fn resolve_template(name_or_file: &str) -> Result<Template, SetupError> {
+    if let Some(t) = Template::builtin(name_or_file) {
+        return Ok(t);
+    }
+    let path = Path::new(name_or_file);
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        invalid(format!(
+            "template {name_or_file:?} is neither eb-code, paper, stability nor a readable \
+             custom template file: {e}"
+        ))
+    })?;
+    parse_custom_template(&text)
+        .map(Template::Custom)
+        .map_err(|e| invalid(format!("{}: {}: {}", path.display(), e.location, e.reason)))
+}
+
+fn study(conn: &mut DbConnection, slug: &str) -> Result<Study, SetupError> {
+    studies::load(conn, slug)?.ok_or_else(|| invalid(format!("no study {slug:?}")))
+}
+
+fn set_named(conn: &mut DbConnection, name: &str) -> Result<SituationSetId, SetupError> {
+    situations::find_set(conn, name)?.ok_or_else(|| {
+        invalid(format!(
+            "no situation set {name:?} (import it with `emotionbench import situations … --set {name}`)"
+        ))
+    })
+}
+
+/// The set and situations a selection picks for a study.
+fn select(
+    conn: &mut DbConnection,
+    study: &Study,
+    selection: &Selection,
+) -> Result<(Option<SituationSetId>, Vec<StoredSituation>), SetupError> {
+    let set = match selection {
+        Selection::Tested => Some(set_named(conn, TESTED_SET)?),
+        Selection::Set(name) => Some(set_named(conn, name)?),
+        _ => study.situation_set_id.map(SituationSetId),
+    };
+    let Some(set) = set else {
+        return Ok((None, Vec::new()));
+    };
+    let chosen: Vec<StoredSituation> = situations::list(conn, set)?
+        .into_iter()
+        .filter(|s| selection.matches(&s.situation))
+        .collect();
+    if let Selection::Keys(keys) = selection {
+        for k in keys {
+            if !chosen.iter().any(|s| &s.situation.key == k) {
+                return Err(invalid(format!("no situation {k:?} in the study's set")));
+            }
+        }
+    }
+    Ok((Some(set), chosen))
+}
+
+/// What `emotionbench run` asks for.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub study: String,
+    pub provider: String,
+    pub model: String,
+    pub template: String,
+    pub repeats: u32,
+    pub default_repeats: u32,
+    pub selection: Selection,
+    pub seed: Option<u64>,
+    pub params: RunParams,
+}
+
+/// A created run.
+#[derive(Debug, Clone, Copy)]
+pub struct Created {
+    pub run: RunId,
+    pub trials: usize,
+    pub seed: u64,
+}
+
+/// Creates a run with all its trials (one transaction) and records the provider's config.
+pub fn create_run(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    req: &RunRequest,
+) -> Result<Created, SetupError> {
+    let provider = settings.provider(&req.provider).map_err(invalid)?;
+    if req.model.trim().is_empty() {
+        return Err(invalid("the model name is empty"));
+    }
+    let template = resolve_template(&req.template)?;
+    let study = study(conn, &req.study)?;
+    let instrument = instruments::get(conn, InstrumentId(study.instrument_id))?;
+    let (set, chosen) = if req.repeats > 0 {
+        select(conn, &study, &req.selection)?
+    } else {
+        (study.situation_set_id.map(SituationSetId), Vec::new())
+    };
+    if req.repeats > 0 && chosen.is_empty() {
+        return Err(invalid(format!(
+            "no situations match {} in study {}",
+            req.selection, req.study
+        )));
+    }
+    if req.repeats == 0 && req.default_repeats == 0 {
+        return Err(invalid("a run with no repeats has no trials"));
+    }
+    // Seeds are stored as BIGINT: keep them in i64's positive range.
+    let seed = req.seed.unwrap_or_else(|| u64::from(rand::random::<u32>())) & (i64::MAX as u64);
+    let keys: Vec<&str> = chosen.iter().map(|s| s.situation.key.as_str()).collect();
+    let plan = plan_trials(
+        &keys,
+        req.repeats,
+        req.default_repeats,
+        seed,
+        instrument.items.len(),
+    );
+    let trials: Vec<NewTrial> = plan
+        .iter()
+        .map(|p| NewTrial {
+            measure: p.measure,
+            situation_id: p.situation.and_then(|i| chosen.get(i)).map(|s| s.id.0),
+            situation_key: p.situation_key.clone(),
+            repeat: i32::try_from(p.repeat).unwrap_or(i32::MAX),
+            item_order: serde_json::to_string(&p.item_order).unwrap_or_default(),
+        })
+        .collect();
+    let mut params = req.params.clone();
+    if let Template::Custom(c) = &template {
+        params.custom_template = Some(c.clone());
+    }
+    let new = NewRun {
+        study_id: Some(study.id),
+        provider: provider.name.clone(),
+        model: req.model.trim().to_owned(),
+        instrument_id: study.instrument_id,
+        situation_set_id: set.map(|s| s.0),
+        template: template.name(),
+        params: serde_json::to_string(&params).map_err(|e| invalid(e.to_string()))?,
+        selection: serde_json::to_string(&req.selection).map_err(|e| invalid(e.to_string()))?,
+        repeats: i32::try_from(req.repeats).map_err(|_| invalid("too many repeats"))?,
+        default_repeats: i32::try_from(req.default_repeats)
+            .map_err(|_| invalid("too many default repeats"))?,
+        seed: seed as i64,
+    };
+    runs::upsert_provider(conn, provider)?;
+    let run = runs::create(conn, &new, &trials)?;
+    Ok(Created {
+        run,
+        trials: trials.len(),
+        seed,
+    })
+}
+
+/// What `emotionbench prompt show` asks for.
+#[derive(Debug, Clone)]
+pub struct PromptRequest {
+    pub study: String,
+    pub measure: Measure,
+    /// Default: the first situation of the study's set (evoked measure only).
+    pub situation: Option<String>,
+    pub template: String,
+    /// None: the canonical item order (upstream's order 0); Some: the order a run with this
+    /// seed gives repeat `repeat` of the trial.
+    pub seed: Option<u64>,
+    pub repeat: u32,
+}
+
+/// The exact messages of one trial.
+pub fn prompt_messages(
+    conn: &mut DbConnection,
+    req: &PromptRequest,
+) -> Result<Vec<ChatMessage>, SetupError> {
+    let template = resolve_template(&req.template)?;
+    let study = study(conn, &req.study)?;
+    let instrument: Instrument = instruments::get(conn, InstrumentId(study.instrument_id))?;
+    let (key, text) = match req.measure {
+        Measure::Default => (String::new(), None),
+        Measure::Evoked => {
+            let set = study
+                .situation_set_id
+                .ok_or_else(|| invalid(format!("study {} has no situations", req.study)))?;
+            let list = situations::list(conn, SituationSetId(set))?;
+            let found = match &req.situation {
+                Some(k) => list.into_iter().find(|s| &s.situation.key == k),
+                None => list.into_iter().next(),
+            }
+            .ok_or_else(|| {
+                invalid(format!(
+                    "no situation {:?} in the study's set",
+                    req.situation.as_deref().unwrap_or("")
+                ))
+            })?;
+            (found.situation.key, Some(found.situation.text))
+        }
+    };
+    let n = instrument.items.len();
+    let order = match req.seed {
+        None => canonical_order(n),
+        Some(seed) => trial_order(seed & (i64::MAX as u64), req.measure, &key, req.repeat, n),
+    };
+    render(&instrument, &template, req.measure, text.as_deref(), &order)
+        .map_err(|e| invalid(e.to_string()))
+}

@@ -1,0 +1,804 @@
+//! Model runs and their trials: the durable queue that workers claim trials from.
+//!
+//! A trial is `pending` until a worker claims it with a lease (`leased`, `lease_owner`,
+//! `lease_expires_at`); the worker records every attempt in `trial_attempts` and ends the
+//! trial `done` (scores) or `failed` (error class). A lease that expires (the worker crashed)
+//! makes the trial claimable again. Results are written only while the writer still holds the
+//! lease, so a trial is done at most once, and a done trial is never claimed again.
+
+use std::time::Duration;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text, Timestamp};
+
+use super::schema::{model_providers, model_runs, model_trials, trial_attempts};
+use super::{DbConnection, RunId, StoreError, TrialId, now};
+use crate::config::ProviderConfig;
+use crate::domain::prompt::Measure;
+
+/// Run status values.
+pub mod status {
+    pub const QUEUED: &str = "queued";
+    pub const RUNNING: &str = "running";
+    pub const PAUSED: &str = "paused";
+    pub const CANCELLED: &str = "cancelled";
+    pub const COMPLETED: &str = "completed";
+    pub const FAILED: &str = "failed";
+}
+
+/// Trial status values.
+pub mod trial_status {
+    pub const PENDING: &str = "pending";
+    pub const LEASED: &str = "leased";
+    pub const DONE: &str = "done";
+    pub const FAILED: &str = "failed";
+}
+
+/// What a new run is; its trials come separately.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub study_id: Option<i64>,
+    pub provider: String,
+    pub model: String,
+    pub instrument_id: i64,
+    pub situation_set_id: Option<i64>,
+    pub template: String,
+    /// JSON of `domain::run::RunParams`.
+    pub params: String,
+    /// JSON of the situation selection.
+    pub selection: String,
+    pub repeats: i32,
+    pub default_repeats: i32,
+    pub seed: i64,
+}
+
+/// One trial row to insert.
+#[derive(Debug, Clone)]
+pub struct NewTrial {
+    pub measure: Measure,
+    pub situation_id: Option<i64>,
+    pub situation_key: String,
+    pub repeat: i32,
+    /// JSON permutation: display position -> item number.
+    pub item_order: String,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
+#[diesel(table_name = model_runs)]
+pub struct Run {
+    pub id: i64,
+    pub study_id: Option<i64>,
+    pub provider: String,
+    pub model: String,
+    pub instrument_id: i64,
+    pub situation_set_id: Option<i64>,
+    pub template: String,
+    pub params: String,
+    pub selection: String,
+    pub repeats: i32,
+    pub default_repeats: i32,
+    pub seed: i64,
+    pub status: String,
+    pub source: String,
+    pub error: Option<String>,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+    pub started_at: Option<NaiveDateTime>,
+    pub finished_at: Option<NaiveDateTime>,
+}
+
+impl Run {
+    /// Whether workers may claim its trials.
+    pub fn is_active(&self) -> bool {
+        self.status == status::QUEUED || self.status == status::RUNNING
+    }
+}
+
+/// A trial as a worker needs it.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = model_trials)]
+pub struct Trial {
+    pub id: i64,
+    pub run_id: i64,
+    pub measure: String,
+    pub situation_id: Option<i64>,
+    pub situation_key: String,
+    pub repeat_index: i32,
+    pub status: String,
+    pub attempts: i32,
+    pub item_order: String,
+}
+
+/// A trial with its outcome, for `runs show` and tests.
+#[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
+#[diesel(table_name = model_trials)]
+pub struct TrialRecord {
+    pub id: i64,
+    pub measure: String,
+    pub situation_key: String,
+    pub repeat_index: i32,
+    pub status: String,
+    pub attempts: i32,
+    pub item_order: String,
+    pub request: Option<String>,
+    pub raw_reply: Option<String>,
+    pub scores: Option<String>,
+    pub error_class: Option<String>,
+    pub error: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cost_micros: Option<i64>,
+}
+
+/// One recorded attempt.
+#[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
+#[diesel(table_name = trial_attempts)]
+pub struct AttemptRecord {
+    pub trial_id: i64,
+    pub attempt: i32,
+    pub raw_reply: Option<String>,
+    pub http_status: Option<i32>,
+    pub error_class: Option<String>,
+    pub error: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub finished_at: Option<NaiveDateTime>,
+}
+
+/// Counts and totals of a run's trials.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Progress {
+    pub total: i64,
+    pub pending: i64,
+    pub leased: i64,
+    pub done: i64,
+    pub failed: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_micros: i64,
+    /// Attempts whose reply did not parse.
+    pub parse_failures: i64,
+}
+
+impl Progress {
+    pub fn finished(&self) -> i64 {
+        self.done + self.failed
+    }
+}
+
+/// Stores a provider's configuration (never its key) so pages can list it; updates it when the
+/// config file changed.
+pub fn upsert_provider(conn: &mut DbConnection, p: &ProviderConfig) -> Result<(), StoreError> {
+    let t = now();
+    let micros = |v: Option<f64>| v.map(|x| (x * 1e6).round() as i64);
+    let values = (
+        model_providers::kind.eq(p.kind.as_str()),
+        model_providers::base_url.eq(&p.base_url),
+        model_providers::api_key_env.eq(&p.api_key_env),
+        model_providers::concurrency.eq(i32::try_from(p.concurrency).unwrap_or(i32::MAX)),
+        model_providers::requests_per_minute
+            .eq(p.requests_per_minute.and_then(|v| i32::try_from(v).ok())),
+        model_providers::tokens_per_minute
+            .eq(p.tokens_per_minute.and_then(|v| i32::try_from(v).ok())),
+        model_providers::price_input_micros.eq(micros(p.price_input_per_mtok)),
+        model_providers::price_output_micros.eq(micros(p.price_output_per_mtok)),
+        model_providers::updated_at.eq(t),
+    );
+    let existing = model_providers::table
+        .filter(model_providers::name.eq(&p.name))
+        .select(model_providers::id)
+        .first::<i64>(conn)
+        .optional()?;
+    match existing {
+        Some(id) => {
+            diesel::update(model_providers::table.find(id))
+                .set(values)
+                .execute(conn)?;
+        }
+        None => {
+            diesel::insert_into(model_providers::table)
+                .values((
+                    model_providers::name.eq(&p.name),
+                    values,
+                    model_providers::created_at.eq(t),
+                ))
+                .execute(conn)?;
+        }
+    }
+    Ok(())
+}
+
+/// Creates a run and all its trials in one transaction.
+pub fn create(
+    conn: &mut DbConnection,
+    run: &NewRun,
+    trials: &[NewTrial],
+) -> Result<RunId, StoreError> {
+    conn.transaction(|conn| {
+        let t = now();
+        let id = diesel::insert_into(model_runs::table)
+            .values((
+                (
+                    model_runs::study_id.eq(run.study_id),
+                    model_runs::provider.eq(&run.provider),
+                    model_runs::model.eq(&run.model),
+                    model_runs::instrument_id.eq(run.instrument_id),
+                    model_runs::situation_set_id.eq(run.situation_set_id),
+                    model_runs::template.eq(&run.template),
+                    model_runs::params.eq(&run.params),
+                    model_runs::selection.eq(&run.selection),
+                ),
+                (
+                    model_runs::repeats.eq(run.repeats),
+                    model_runs::default_repeats.eq(run.default_repeats),
+                    model_runs::seed.eq(run.seed),
+                    model_runs::status.eq(status::QUEUED),
+                    model_runs::source.eq("run"),
+                    model_runs::created_at.eq(t),
+                    model_runs::updated_at.eq(t),
+                ),
+            ))
+            .returning(model_runs::id)
+            .get_result::<i64>(conn)?;
+        // Chunks keep each statement under SQLite's bound-parameter limit.
+        for chunk in trials.chunks(500) {
+            let rows: Vec<_> = chunk
+                .iter()
+                .map(|tr| {
+                    (
+                        model_trials::run_id.eq(id),
+                        model_trials::measure.eq(tr.measure.as_str()),
+                        model_trials::situation_id.eq(tr.situation_id),
+                        model_trials::situation_key.eq(&tr.situation_key),
+                        model_trials::repeat_index.eq(tr.repeat),
+                        model_trials::status.eq(trial_status::PENDING),
+                        model_trials::item_order.eq(&tr.item_order),
+                        model_trials::created_at.eq(t),
+                        model_trials::updated_at.eq(t),
+                    )
+                })
+                .collect();
+            // Multi-row VALUES is per backend: MultiConnection has no batch insert.
+            let insert = diesel::insert_into(model_trials::table).values(rows);
+            match conn {
+                DbConnection::Postgresql(c) => insert.execute(c)?,
+                DbConnection::Sqlite(c) => insert.execute(c)?,
+            };
+        }
+        Ok(RunId(id))
+    })
+}
+
+pub fn get(conn: &mut DbConnection, id: RunId) -> QueryResult<Option<Run>> {
+    model_runs::table
+        .find(id.0)
+        .select(Run::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// All runs, newest first.
+pub fn list(conn: &mut DbConnection) -> QueryResult<Vec<Run>> {
+    model_runs::table
+        .order(model_runs::id.desc())
+        .select(Run::as_select())
+        .load(conn)
+}
+
+/// Runs whose trials may be claimed, oldest first.
+pub fn active(conn: &mut DbConnection) -> QueryResult<Vec<Run>> {
+    model_runs::table
+        .filter(model_runs::status.eq_any([status::QUEUED, status::RUNNING]))
+        .order(model_runs::id)
+        .select(Run::as_select())
+        .load(conn)
+}
+
+pub fn progress(conn: &mut DbConnection, run: RunId) -> QueryResult<Progress> {
+    // Summed in Rust: SUM(BIGINT) is NUMERIC on Postgres and INTEGER on SQLite.
+    let rows = model_trials::table
+        .filter(model_trials::run_id.eq(run.0))
+        .select((
+            model_trials::status,
+            model_trials::input_tokens,
+            model_trials::output_tokens,
+            model_trials::cost_micros,
+        ))
+        .load::<(String, Option<i64>, Option<i64>, Option<i64>)>(conn)?;
+    let mut p = Progress::default();
+    for (st, input, output, cost) in rows {
+        p.total += 1;
+        match st.as_str() {
+            trial_status::PENDING => p.pending += 1,
+            trial_status::LEASED => p.leased += 1,
+            trial_status::DONE => p.done += 1,
+            _ => p.failed += 1,
+        }
+        p.input_tokens += input.unwrap_or(0);
+        p.output_tokens += output.unwrap_or(0);
+        p.cost_micros += cost.unwrap_or(0);
+    }
+    p.parse_failures = trial_attempts::table
+        .inner_join(model_trials::table)
+        .filter(model_trials::run_id.eq(run.0))
+        .filter(trial_attempts::error_class.eq("parse"))
+        .count()
+        .get_result(conn)?;
+    Ok(p)
+}
+
+/// Why a status change was refused.
+fn refuse(run: &Run, action: &str) -> StoreError {
+    StoreError::Conflict(format!(
+        "run {} is {}; it cannot be {action}",
+        run.id, run.status
+    ))
+}
+
+/// Pauses a queued or running run: no new trials are claimed; trials in flight finish.
+pub fn pause(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
+    transition(
+        conn,
+        id,
+        "paused",
+        &[status::QUEUED, status::RUNNING],
+        status::PAUSED,
+    )
+}
+
+/// Cancels a run that has not finished: its pending trials stay pending and are never sent.
+pub fn cancel(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
+    transition(
+        conn,
+        id,
+        "cancelled",
+        &[
+            status::QUEUED,
+            status::RUNNING,
+            status::PAUSED,
+            status::FAILED,
+        ],
+        status::CANCELLED,
+    )
+}
+
+/// Queues a paused, cancelled or failed run again (after, say, fixing an API key); a completed
+/// run whose trials are all finished stays completed.
+pub fn resume(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
+    if let Some(run) = get(conn, id)? {
+        if run.status == status::COMPLETED {
+            return Ok(run);
+        }
+    }
+    transition(
+        conn,
+        id,
+        "resumed",
+        &[
+            status::PAUSED,
+            status::CANCELLED,
+            status::FAILED,
+            status::QUEUED,
+            status::RUNNING,
+        ],
+        status::QUEUED,
+    )?;
+    diesel::update(model_runs::table.find(id.0))
+        .set(model_runs::error.eq(None::<String>))
+        .execute(conn)?;
+    complete_if_finished(conn, id)?;
+    get(conn, id)?.ok_or_else(|| StoreError::Conflict(format!("no run {id}")))
+}
+
+fn transition(
+    conn: &mut DbConnection,
+    id: RunId,
+    verb: &str,
+    from: &[&str],
+    to: &str,
+) -> Result<Run, StoreError> {
+    conn.transaction(|conn| {
+        let run = get(conn, id)?.ok_or_else(|| StoreError::Conflict(format!("no run {id}")))?;
+        if run.status == to && to != status::QUEUED {
+            return Ok(run);
+        }
+        if !from.contains(&run.status.as_str()) {
+            return Err(refuse(&run, verb));
+        }
+        let t = now();
+        diesel::update(model_runs::table.find(id.0))
+            .set((model_runs::status.eq(to), model_runs::updated_at.eq(t)))
+            .execute(conn)?;
+        if to == status::QUEUED && run.status == status::RUNNING {
+            // Resuming a running run changes nothing.
+            diesel::update(model_runs::table.find(id.0))
+                .set(model_runs::status.eq(status::RUNNING))
+                .execute(conn)?;
+        }
+        get(conn, id)?.ok_or_else(|| StoreError::Conflict(format!("no run {id}")))
+    })
+}
+
+/// Marks a run failed with a message people can act on (e.g. a rejected API key).
+pub fn fail(conn: &mut DbConnection, id: RunId, message: &str) -> QueryResult<()> {
+    let t = now();
+    diesel::update(
+        model_runs::table
+            .find(id.0)
+            .filter(model_runs::status.eq_any([status::QUEUED, status::RUNNING])),
+    )
+    .set((
+        model_runs::status.eq(status::FAILED),
+        model_runs::error.eq(message),
+        model_runs::updated_at.eq(t),
+        model_runs::finished_at.eq(t),
+    ))
+    .execute(conn)?;
+    Ok(())
+}
+
+/// Marks the run completed when none of its trials is pending or leased.
+pub fn complete_if_finished(conn: &mut DbConnection, id: RunId) -> QueryResult<bool> {
+    let open: i64 = model_trials::table
+        .filter(model_trials::run_id.eq(id.0))
+        .filter(model_trials::status.eq_any([trial_status::PENDING, trial_status::LEASED]))
+        .count()
+        .get_result(conn)?;
+    if open > 0 {
+        return Ok(false);
+    }
+    let t = now();
+    let n = diesel::update(
+        model_runs::table
+            .find(id.0)
+            .filter(model_runs::status.eq_any([status::QUEUED, status::RUNNING])),
+    )
+    .set((
+        model_runs::status.eq(status::COMPLETED),
+        model_runs::updated_at.eq(t),
+        model_runs::finished_at.eq(t),
+    ))
+    .execute(conn)?;
+    Ok(n > 0)
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+}
+
+fn lease_until(from: NaiveDateTime, lease: Duration) -> NaiveDateTime {
+    from + chrono::Duration::milliseconds(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 4))
+}
+
+/// Claims up to `n` trials of an active run for `owner` until `lease` from now: pending trials
+/// and trials whose lease expired (their worker died). Postgres: `FOR UPDATE SKIP LOCKED`, so
+/// workers on several machines never claim the same trial; SQLite: one atomic
+/// `UPDATE … RETURNING` in an immediate (write-locked) transaction.
+pub fn claim(
+    conn: &mut DbConnection,
+    run: RunId,
+    owner: &str,
+    n: i64,
+    lease: Duration,
+) -> Result<Vec<Trial>, StoreError> {
+    let t = now();
+    let until = lease_until(t, lease);
+    let ids: Vec<i64> = match conn {
+        DbConnection::Postgresql(c) => diesel::sql_query(
+            "UPDATE model_trials SET status = 'leased', lease_owner = $1, lease_expires_at = $2, \
+                 updated_at = $3, started_at = COALESCE(started_at, $3) \
+             WHERE id IN ( \
+                 SELECT id FROM model_trials \
+                 WHERE run_id = $4 \
+                   AND (status = 'pending' OR (status = 'leased' AND lease_expires_at < $3)) \
+                   AND EXISTS (SELECT 1 FROM model_runs r WHERE r.id = $4 \
+                               AND r.status IN ('queued', 'running')) \
+                 ORDER BY id LIMIT $5 FOR UPDATE SKIP LOCKED) \
+             RETURNING id",
+        )
+        .bind::<Text, _>(owner)
+        .bind::<Timestamp, _>(until)
+        .bind::<Timestamp, _>(t)
+        .bind::<BigInt, _>(run.0)
+        .bind::<BigInt, _>(n)
+        .load::<IdRow>(c)?
+        .into_iter()
+        .map(|r| r.id)
+        .collect(),
+        DbConnection::Sqlite(c) => c
+            .immediate_transaction(|c| {
+                diesel::sql_query(
+                    "UPDATE model_trials SET status = 'leased', lease_owner = ?, \
+                         lease_expires_at = ?, updated_at = ?, \
+                         started_at = COALESCE(started_at, updated_at) \
+                     WHERE id IN ( \
+                         SELECT id FROM model_trials \
+                         WHERE run_id = ? \
+                           AND (status = 'pending' OR (status = 'leased' AND lease_expires_at < ?)) \
+                           AND EXISTS (SELECT 1 FROM model_runs r WHERE r.id = run_id \
+                                       AND r.status IN ('queued', 'running')) \
+                         ORDER BY id LIMIT ?) \
+                     RETURNING id",
+                )
+                .bind::<Text, _>(owner)
+                .bind::<Timestamp, _>(until)
+                .bind::<Timestamp, _>(t)
+                .bind::<BigInt, _>(run.0)
+                .bind::<Timestamp, _>(t)
+                .bind::<BigInt, _>(n)
+                .load::<IdRow>(c)
+            })?
+            .into_iter()
+            .map(|r| r.id)
+            .collect(),
+    };
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Attempts a dead worker left open will never finish: say so.
+    diesel::update(
+        trial_attempts::table
+            .filter(trial_attempts::trial_id.eq_any(&ids))
+            .filter(trial_attempts::finished_at.is_null()),
+    )
+    .set((
+        trial_attempts::error_class.eq("abandoned"),
+        trial_attempts::error.eq("the worker stopped before the reply was recorded"),
+        trial_attempts::finished_at.eq(t),
+    ))
+    .execute(conn)?;
+    diesel::update(
+        model_runs::table
+            .find(run.0)
+            .filter(model_runs::status.eq(status::QUEUED)),
+    )
+    .set((
+        model_runs::status.eq(status::RUNNING),
+        model_runs::started_at.eq(t),
+        model_runs::updated_at.eq(t),
+    ))
+    .execute(conn)?;
+    Ok(model_trials::table
+        .filter(model_trials::id.eq_any(&ids))
+        .order(model_trials::id)
+        .select(Trial::as_select())
+        .load(conn)?)
+}
+
+/// The filter "this trial, still leased by this owner".
+macro_rules! held {
+    ($trial:expr, $owner:expr) => {
+        model_trials::table
+            .find($trial.0)
+            .filter(model_trials::status.eq(trial_status::LEASED))
+            .filter(model_trials::lease_owner.eq($owner))
+    };
+}
+
+/// Starts an attempt: extends the lease, counts the attempt, records the exact request.
+/// None when the lease was lost (another worker has the trial now).
+pub fn start_attempt(
+    conn: &mut DbConnection,
+    trial: TrialId,
+    owner: &str,
+    lease: Duration,
+    request: &str,
+) -> Result<Option<i32>, StoreError> {
+    conn.transaction(|conn| {
+        let t = now();
+        let attempt = diesel::update(held!(trial, owner))
+            .set((
+                model_trials::attempts.eq(model_trials::attempts + 1),
+                model_trials::lease_expires_at.eq(lease_until(t, lease)),
+                model_trials::request.eq(request),
+                model_trials::updated_at.eq(t),
+            ))
+            .returning(model_trials::attempts)
+            .get_result::<i32>(conn)
+            .optional()?;
+        if let Some(attempt) = attempt {
+            diesel::insert_into(trial_attempts::table)
+                .values((
+                    trial_attempts::trial_id.eq(trial.0),
+                    trial_attempts::attempt.eq(attempt),
+                    trial_attempts::request.eq(request),
+                    trial_attempts::started_at.eq(t),
+                ))
+                .execute(conn)?;
+        }
+        Ok(attempt)
+    })
+}
+
+/// Extends a lease (a long backoff should not let it expire). False when it was lost.
+pub fn renew(
+    conn: &mut DbConnection,
+    trial: TrialId,
+    owner: &str,
+    lease: Duration,
+) -> QueryResult<bool> {
+    let t = now();
+    let n = diesel::update(held!(trial, owner))
+        .set(model_trials::lease_expires_at.eq(lease_until(t, lease)))
+        .execute(conn)?;
+    Ok(n > 0)
+}
+
+/// What came back for one attempt.
+#[derive(Debug, Clone, Default)]
+pub struct AttemptOutcome {
+    pub raw_reply: Option<String>,
+    pub http_status: Option<i32>,
+    pub error_class: Option<String>,
+    pub error: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+}
+
+pub fn finish_attempt(
+    conn: &mut DbConnection,
+    trial: TrialId,
+    attempt: i32,
+    o: &AttemptOutcome,
+) -> QueryResult<()> {
+    diesel::update(
+        trial_attempts::table
+            .filter(trial_attempts::trial_id.eq(trial.0))
+            .filter(trial_attempts::attempt.eq(attempt)),
+    )
+    .set((
+        trial_attempts::raw_reply.eq(&o.raw_reply),
+        trial_attempts::http_status.eq(o.http_status),
+        trial_attempts::error_class.eq(&o.error_class),
+        trial_attempts::error.eq(&o.error),
+        trial_attempts::latency_ms.eq(o.latency_ms),
+        trial_attempts::input_tokens.eq(o.input_tokens),
+        trial_attempts::output_tokens.eq(o.output_tokens),
+        trial_attempts::finished_at.eq(now()),
+    ))
+    .execute(conn)?;
+    Ok(())
+}
+
+/// How a trial ended.
+#[derive(Debug, Clone)]
+pub struct TrialOutcome {
+    pub done: bool,
+    pub raw_reply: Option<String>,
+    /// JSON item scores in canonical order (done trials).
+    pub scores: Option<String>,
+    pub error_class: Option<String>,
+    pub error: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cost_micros: Option<i64>,
+}
+
+/// Ends a trial if this owner still holds it; false means the result was discarded because
+/// the lease had been lost. Completes the run when this was its last open trial.
+pub fn finish_trial(
+    conn: &mut DbConnection,
+    run: RunId,
+    trial: TrialId,
+    owner: &str,
+    o: &TrialOutcome,
+) -> QueryResult<bool> {
+    let t = now();
+    let n = diesel::update(held!(trial, owner))
+        .set((
+            (
+                model_trials::status.eq(if o.done {
+                    trial_status::DONE
+                } else {
+                    trial_status::FAILED
+                }),
+                model_trials::lease_owner.eq(None::<String>),
+                model_trials::lease_expires_at.eq(None::<NaiveDateTime>),
+                model_trials::raw_reply.eq(&o.raw_reply),
+                model_trials::scores.eq(&o.scores),
+                model_trials::error_class.eq(&o.error_class),
+                model_trials::error.eq(&o.error),
+            ),
+            (
+                model_trials::latency_ms.eq(o.latency_ms),
+                model_trials::input_tokens.eq(o.input_tokens),
+                model_trials::output_tokens.eq(o.output_tokens),
+                model_trials::cost_micros.eq(o.cost_micros),
+                model_trials::updated_at.eq(t),
+                model_trials::finished_at.eq(t),
+            ),
+        ))
+        .execute(conn)?;
+    if n > 0 {
+        complete_if_finished(conn, run)?;
+    }
+    Ok(n > 0)
+}
+
+/// Puts a trial back in the queue (the worker is stopping, or the run failed for a reason that
+/// is not the trial's, such as a rejected key), keeping what the last attempt said.
+pub fn release(
+    conn: &mut DbConnection,
+    trial: TrialId,
+    owner: &str,
+    error: Option<(&str, &str)>,
+) -> QueryResult<bool> {
+    let t = now();
+    let n = diesel::update(held!(trial, owner))
+        .set((
+            model_trials::status.eq(trial_status::PENDING),
+            model_trials::lease_owner.eq(None::<String>),
+            model_trials::lease_expires_at.eq(None::<NaiveDateTime>),
+            model_trials::updated_at.eq(t),
+        ))
+        .execute(conn)?;
+    if let Some((class, message)) = error {
+        diesel::update(model_trials::table.find(trial.0))
+            .set((
+                model_trials::error_class.eq(class),
+                model_trials::error.eq(message),
+            ))
+            .execute(conn)?;
+    }
+    Ok(n > 0)
+}
+
+/// Returns every trial this owner holds to the queue; marks its open attempts interrupted.
+pub fn release_all(conn: &mut DbConnection, owner: &str) -> QueryResult<usize> {
+    let t = now();
+    let held: Vec<i64> = model_trials::table
+        .filter(model_trials::status.eq(trial_status::LEASED))
+        .filter(model_trials::lease_owner.eq(owner))
+        .select(model_trials::id)
+        .load(conn)?;
+    diesel::update(
+        trial_attempts::table
+            .filter(trial_attempts::trial_id.eq_any(&held))
+            .filter(trial_attempts::finished_at.is_null()),
+    )
+    .set((
+        trial_attempts::error_class.eq("interrupted"),
+        trial_attempts::error.eq("the worker was stopped before the reply arrived"),
+        trial_attempts::finished_at.eq(t),
+    ))
+    .execute(conn)?;
+    diesel::update(
+        model_trials::table
+            .filter(model_trials::id.eq_any(&held))
+            .filter(model_trials::status.eq(trial_status::LEASED))
+            .filter(model_trials::lease_owner.eq(owner)),
+    )
+    .set((
+        model_trials::status.eq(trial_status::PENDING),
+        model_trials::lease_owner.eq(None::<String>),
+        model_trials::lease_expires_at.eq(None::<NaiveDateTime>),
+        model_trials::updated_at.eq(t),
+    ))
+    .execute(conn)
+}
+
+/// The trials of a run in creation order.
+pub fn trials(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<TrialRecord>> {
+    model_trials::table
+        .filter(model_trials::run_id.eq(run.0))
+        .order(model_trials::id)
+        .select(TrialRecord::as_select())
+        .load(conn)
+}
+
+/// The attempts of a run's trials, by trial and attempt.
+pub fn attempts(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<AttemptRecord>> {
+    trial_attempts::table
+        .inner_join(model_trials::table)
+        .filter(model_trials::run_id.eq(run.0))
+        .order((trial_attempts::trial_id, trial_attempts::attempt))
+        .select(AttemptRecord::as_select())
+        .load(conn)
+}
