@@ -25,6 +25,9 @@ pub struct Settings {
     pub log: String,
     /// Largest form body accepted (bytes); larger requests get 413. A PANAS page is < 1 KiB.
     pub max_body_bytes: usize,
+    /// Model-run worker slots inside `serve` (0: none; runs then need `emotionbench worker`).
+    /// Unset: the sum of the providers' concurrency.
+    pub worker_slots: Option<usize>,
     /// LLM providers (`[[providers]]` tables in the config file). API keys are not here: each
     /// provider names the environment variable that holds its key.
     pub providers: Vec<ProviderConfig>,
@@ -176,6 +179,7 @@ impl Default for Settings {
             auto_migrate: true,
             log: "info".into(),
             max_body_bytes: 32 * 1024,
+            worker_slots: None,
             providers: Vec::new(),
         }
     }
@@ -194,6 +198,7 @@ struct FileSettings {
     auto_migrate: Option<bool>,
     log: Option<String>,
     max_body_bytes: Option<usize>,
+    worker_slots: Option<usize>,
     providers: Option<Vec<ProviderConfig>>,
 }
 
@@ -269,6 +274,9 @@ impl Settings {
         if let Some(v) = f.max_body_bytes {
             self.max_body_bytes = v;
         }
+        if let Some(v) = f.worker_slots {
+            self.worker_slots = Some(v);
+        }
         if let Some(providers) = f.providers {
             let mut names = std::collections::HashSet::new();
             for p in &providers {
@@ -304,6 +312,9 @@ impl Settings {
         if let Some(v) = env("EMOTIONBENCH_LOG") {
             self.log = v;
         }
+        if let Some(v) = env("EMOTIONBENCH_WORKER_SLOTS") {
+            self.worker_slots = Some(parse_env("EMOTIONBENCH_WORKER_SLOTS", v)?);
+        }
         if let Some(v) = env("EMOTIONBENCH_MAX_BODY_BYTES") {
             self.max_body_bytes = parse_env("EMOTIONBENCH_MAX_BODY_BYTES", v)?;
         }
@@ -323,6 +334,17 @@ impl Settings {
                     format!("no provider {name:?}; configured: {}", known.join(", "))
                 }
             })
+    }
+
+    /// Worker slots to run inside `serve`.
+    pub fn serve_worker_slots(&self) -> usize {
+        self.worker_slots.unwrap_or_else(|| {
+            self.providers
+                .iter()
+                .map(|p| p.concurrency as usize)
+                .sum::<usize>()
+                .min(64)
+        })
     }
 
     /// The base of links printed for people: the public URL, or one built from the bound address.

@@ -802,3 +802,14 @@ pub fn attempts(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<AttemptR
         .select(AttemptRecord::as_select())
         .load(conn)
 }
+
+/// The latest finished trials of a run (done or failed), newest first, for the run page.
+pub fn latest(conn: &mut DbConnection, run: RunId, limit: i64) -> QueryResult<Vec<TrialRecord>> {
+    model_trials::table
+        .filter(model_trials::run_id.eq(run.0))
+        .filter(model_trials::status.eq_any([trial_status::DONE, trial_status::FAILED]))
+        .order(model_trials::finished_at.desc())
+        .limit(limit)
+        .select(TrialRecord::as_select())
+        .load(conn)
+}

@@ -131,6 +131,12 @@ route_table! {
     post "/admin/studies/{study}/delete"            => crate::admin::studies::delete, Admin;
     post "/admin/studies/{study}/participants/delete" => crate::admin::studies::delete_participant, Admin;
     get  "/admin/studies/{study}/export/{file}"     => crate::admin::exports::download, ResearcherDownload;
+    get  "/admin/providers"                         => crate::admin::runs::providers, Admin;
+    get  "/admin/runs"                              => crate::admin::runs::list, Admin;
+    get  "/admin/runs/new"                          => crate::admin::runs::new_form, Admin;
+    post "/admin/runs"                              => crate::admin::runs::create, Admin;
+    get  "/admin/runs/{run}"                        => crate::admin::runs::show, Admin;
+    post "/admin/runs/{run}/{action}"               => crate::admin::runs::action, Admin;
     get  "/admin/users"                             => crate::admin::users::list, Admin;
     get  "/admin/audit"                             => crate::admin::audit::list, Admin;
 }
@@ -176,11 +182,17 @@ fn security_headers() -> DefaultHeaders {
 pub struct Application {
     addr: SocketAddr,
     server: Server,
+    /// Model-run worker slots running inside this process, if any.
+    worker: Option<(
+        Arc<crate::llm::runner::Worker>,
+        Arc<std::sync::atomic::AtomicBool>,
+    )>,
 }
 
 impl Application {
     pub fn build(settings: Settings, pool: Pool) -> std::io::Result<Self> {
         let listener = TcpListener::bind(&settings.bind)?;
+        let worker = Self::start_worker(&settings)?;
         let addr = listener.local_addr()?;
         let workers = match settings.http_workers {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -216,7 +228,41 @@ impl Application {
         .worker_max_blocking_threads(blocking)
         .listen(listener)?
         .run();
-        Ok(Self { addr, server })
+        Ok(Self {
+            addr,
+            server,
+            worker,
+        })
+    }
+
+    /// Starts model-run worker slots in this process, on a pool of their own so a slow provider
+    /// never takes connections from participants.
+    fn start_worker(
+        settings: &Settings,
+    ) -> std::io::Result<
+        Option<(
+            Arc<crate::llm::runner::Worker>,
+            Arc<std::sync::atomic::AtomicBool>,
+        )>,
+    > {
+        use crate::llm::runner::{Worker, WorkerOptions};
+        let slots = settings.serve_worker_slots();
+        if slots == 0 || settings.providers.is_empty() {
+            return Ok(None);
+        }
+        let pool = crate::store::db::connect(&settings.database_url, (slots + 2).min(64) as u32)
+            .map_err(std::io::Error::other)?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let worker = Worker::new(
+            pool,
+            settings,
+            WorkerOptions::new(slots),
+            stop.clone(),
+            |k| std::env::var(k).ok(),
+        );
+        let _threads = worker.spawn();
+        tracing::info!(slots, "model-run worker started inside serve");
+        Ok(Some((worker, stop)))
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -228,6 +274,12 @@ impl Application {
     }
 
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let result = self.server.await;
+        if let Some((worker, stop)) = self.worker {
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            // Trials in flight go back to the queue for any other worker.
+            let _ = worker.release_all();
+        }
+        result
     }
 }

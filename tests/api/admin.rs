@@ -84,6 +84,12 @@ const MATRIX: &[(&str, &str, Access)] = &[
         "/admin/studies/{study}/export/{file}",
         Access::ResearcherDownload,
     ),
+    ("get", "/admin/providers", Access::Admin),
+    ("get", "/admin/runs", Access::Admin),
+    ("get", "/admin/runs/new", Access::Admin),
+    ("post", "/admin/runs", Access::Admin),
+    ("get", "/admin/runs/{run}", Access::Admin),
+    ("post", "/admin/runs/{run}/{action}", Access::Admin),
     ("get", "/admin/users", Access::Admin),
     ("get", "/admin/audit", Access::Admin),
 ];
@@ -112,6 +118,8 @@ fn concrete(path: &str) -> String {
         "app.css"
     };
     path.replace("{study}", "matrix")
+        .replace("{run}", "1")
+        .replace("{action}", "pause")
         .replace("{page}", "consent")
         .replace("{file}", file)
 }
@@ -643,3 +651,104 @@ fn researchers_download_the_exports_from_the_monitor(db: TestDb) {
 }
 
 on_both_backends!(researchers_download_the_exports_from_the_monitor);
+
+fn admins_create_watch_and_control_model_runs_in_the_browser(db: TestDb) {
+    use emotionbench::config::{ProviderConfig, ProviderKind};
+    use emotionbench::llm::fake::{FakeAction, FakeServer};
+    let server =
+        FakeServer::start(|req| FakeAction::answer(req, 3, std::time::Duration::ZERO)).unwrap();
+    let app = crate::helpers::spawn_app_with(db, |s| {
+        let mut p = ProviderConfig::new("fake", ProviderKind::Openai, &server.base_url());
+        p.concurrency = 2;
+        // A second provider whose key variable is missing: listed as "not set", never used.
+        let mut q = ProviderConfig::new(
+            "claude",
+            ProviderKind::Anthropic,
+            "https://api.anthropic.com/v1",
+        );
+        q.api_key_env = Some("EB_TEST_FAKE_KEY_NOT_SET".into());
+        q.concurrency = 1;
+        s.providers = vec![p, q];
+        s.worker_slots = Some(2);
+    });
+    make_study(&app, "models", |_| {});
+    let admin = signed_in(&app, users::Role::Admin);
+    let providers = admin.get("/admin/providers");
+    assert!(
+        providers.body.contains("EB_TEST_FAKE_KEY_NOT_SET") && providers.body.contains("(not set)")
+    );
+    assert!(
+        providers
+            .body
+            .contains("Worker slots inside this server: 2")
+    );
+    let token = admin_csrf(&admin);
+    let form = |repeats: &str| -> Vec<(&'static str, String)> {
+        vec![
+            ("csrf", token.clone()),
+            ("study", "models".into()),
+            ("provider", "fake".into()),
+            ("model", "tiny-1".into()),
+            ("template", "eb-code".into()),
+            ("repeats", repeats.into()),
+            ("default_repeats", "2".into()),
+            ("situations", "emotion:Anger".into()),
+            ("seed", "11".into()),
+            ("temperature", "0".into()),
+        ]
+    };
+    let as_refs = |f: &Vec<(&'static str, String)>| {
+        f.iter().map(|(k, v)| (*k, v.clone())).collect::<Vec<_>>()
+    };
+    let bad = as_refs(&form("lots"));
+    let bad: Vec<(&str, &str)> = bad.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = admin.post("/admin/runs", &bad);
+    assert_eq!(r.status, 422);
+    assert!(r.body.contains("whole number"));
+    let good = as_refs(&form("1"));
+    let good: Vec<(&str, &str)> = good.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = admin.post("/admin/runs", &good);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = r.location().unwrap().to_owned();
+    // The worker inside the server works the run: 2 default + 2 Anger situations x 1 repeat.
+    let t = std::time::Instant::now();
+    loop {
+        let r = admin.get(&page);
+        assert_eq!(r.status, 200);
+        if r.body.contains("<span class=\"badge\">completed</span>") {
+            assert!(
+                r.body.contains("<th scope=\"row\">Done</th><td>4</td>"),
+                "{}",
+                r.body
+            );
+            assert!(r.body.contains("Latest replies"));
+            assert!(r.body.contains("1. "), "raw replies are shown");
+            break;
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "the run did not finish: {}",
+            r.body
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(server.requests().len(), 4);
+    assert!(admin.get("/admin/runs").body.contains("tiny-1"));
+    // Pause, resume and cancel a second run; each is audited.
+    let r = admin.post("/admin/runs", &good);
+    let second = r.location().unwrap().to_owned();
+    for action in ["pause", "resume", "cancel"] {
+        let r = admin.post(&format!("{second}/{action}"), &[("csrf", &token)]);
+        assert_eq!(r.status, 303, "{action}");
+    }
+    assert!(
+        admin.get(&second).body.contains("cancelled")
+            || admin.get(&second).body.contains("completed")
+    );
+    let audit = admin.get("/admin/audit").body;
+    for a in ["run.create", "run.pause", "run.resume", "run.cancel"] {
+        assert!(audit.contains(a), "{a}");
+    }
+}
+
+on_both_backends!(admins_create_watch_and_control_model_runs_in_the_browser);

@@ -238,12 +238,18 @@ impl Reply {
 }
 
 pub fn spawn_app(db: TestDb) -> TestApp {
-    let settings = Settings {
+    spawn_app_with(db, |_| {})
+}
+
+/// Like `spawn_app`, with settings adjusted first (providers, worker slots, limits).
+pub fn spawn_app_with(db: TestDb, adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    let mut settings = Settings {
         database_url: db.url.clone(),
         bind: "127.0.0.1:0".into(),
         http_workers: 2,
         ..Settings::default()
     };
+    adjust(&mut settings);
     let pool = db.pool();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

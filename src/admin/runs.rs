@@ -1,0 +1,358 @@
+//! Model runs in the admin UI (admins): the providers (read-only, from the config file), the
+//! runs list, a form to create a run, a run page with live progress, pause/resume/cancel.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+use super::{Admin, Nav, actor, check_csrf, field};
+use crate::config::ProviderConfig;
+use crate::domain::prompt::Template as PromptTemplate;
+use crate::domain::run::{RunParams, Selection};
+use crate::llm::setup::{self, RunRequest, SetupError};
+use crate::store::runs::{self, Progress, Run, TrialRecord};
+use crate::store::studies::{self, StudySummary};
+use crate::store::{RunId, StoreError, audit};
+use crate::survey::context::see_other;
+use crate::web::{AppError, AppState, render, render_status};
+
+pub struct ProviderView {
+    pub config: ProviderConfig,
+    /// Whether the key's environment variable is set in this process (never its value).
+    pub key_present: Option<bool>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/providers.html")]
+struct ProvidersPage {
+    nav: Nav,
+    providers: Vec<ProviderView>,
+    worker_slots: usize,
+}
+
+pub async fn providers(state: web::Data<AppState>, admin: Admin) -> Result<HttpResponse, AppError> {
+    let providers = state
+        .settings
+        .providers
+        .iter()
+        .map(|p| ProviderView {
+            key_present: p
+                .api_key_env
+                .as_ref()
+                .map(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty())),
+            config: p.clone(),
+        })
+        .collect();
+    render(ProvidersPage {
+        nav: Nav::of(admin.session()),
+        providers,
+        worker_slots: state.settings.serve_worker_slots(),
+    })
+}
+
+pub struct RunRow {
+    pub run: Run,
+    pub progress: Progress,
+}
+
+#[derive(Template)]
+#[template(path = "admin/runs.html")]
+struct RunsPage {
+    nav: Nav,
+    runs: Vec<RunRow>,
+}
+
+pub async fn list(state: web::Data<AppState>, admin: Admin) -> Result<HttpResponse, AppError> {
+    let runs = state
+        .db(|conn| {
+            let mut out = Vec::new();
+            for run in runs::list(conn)? {
+                let progress = runs::progress(conn, RunId(run.id))?;
+                out.push(RunRow { run, progress });
+            }
+            Ok(out)
+        })
+        .await?;
+    render(RunsPage {
+        nav: Nav::of(admin.session()),
+        runs,
+    })
+}
+
+pub struct RunForm {
+    pub study: String,
+    pub provider: String,
+    pub model: String,
+    pub template: String,
+    pub repeats: String,
+    pub default_repeats: String,
+    pub situations: String,
+    pub seed: String,
+    pub temperature: String,
+}
+
+#[derive(Template)]
+#[template(path = "admin/run_form.html")]
+struct FormPage {
+    nav: Nav,
+    form: RunForm,
+    studies: Vec<StudySummary>,
+    providers: Vec<String>,
+    templates: Vec<&'static str>,
+    errors: Vec<String>,
+}
+
+async fn form_page(
+    state: &AppState,
+    admin: &Admin,
+    form: RunForm,
+    errors: Vec<String>,
+    status: StatusCode,
+) -> Result<HttpResponse, AppError> {
+    let studies = state.db(|conn| Ok(studies::list_all(conn)?)).await?;
+    render_status(
+        FormPage {
+            nav: Nav::of(admin.session()),
+            form,
+            studies,
+            providers: state
+                .settings
+                .providers
+                .iter()
+                .map(|p| p.name.clone())
+                .collect(),
+            templates: PromptTemplate::BUILTIN_NAMES.to_vec(),
+            errors,
+        },
+        status,
+    )
+}
+
+pub async fn new_form(state: web::Data<AppState>, admin: Admin) -> Result<HttpResponse, AppError> {
+    let form = RunForm {
+        study: String::new(),
+        provider: state
+            .settings
+            .providers
+            .first()
+            .map(|p| p.name.clone())
+            .unwrap_or_default(),
+        model: String::new(),
+        template: "eb-code".into(),
+        repeats: "10".into(),
+        default_repeats: "50".into(),
+        situations: "all".into(),
+        seed: String::new(),
+        temperature: "0".into(),
+    };
+    form_page(&state, &admin, form, Vec::new(), StatusCode::OK).await
+}
+
+pub async fn create(
+    state: web::Data<AppState>,
+    admin: Admin,
+    fields: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    check_csrf(admin.session(), &fields)?;
+    let g = |n: &str| field(&fields, n).unwrap_or("").trim().to_owned();
+    let form = RunForm {
+        study: g("study"),
+        provider: g("provider"),
+        model: g("model"),
+        template: g("template"),
+        repeats: g("repeats"),
+        default_repeats: g("default_repeats"),
+        situations: g("situations"),
+        seed: g("seed"),
+        temperature: g("temperature"),
+    };
+    let mut errors = Vec::new();
+    if !PromptTemplate::BUILTIN_NAMES.contains(&form.template.as_str()) {
+        // Custom template files are for the command line: a form must not name server files.
+        errors.push("Choose one of the built-in templates.".to_owned());
+    }
+    let repeats = form
+        .repeats
+        .parse::<u32>()
+        .map_err(|_| errors.push("Repeats must be a whole number.".into()))
+        .ok();
+    let default_repeats = form
+        .default_repeats
+        .parse::<u32>()
+        .map_err(|_| errors.push("Default-measure repeats must be a whole number.".into()))
+        .ok();
+    let selection = form
+        .situations
+        .parse::<Selection>()
+        .map_err(|e| errors.push(format!("Situations: {e}")))
+        .ok();
+    let seed = match form.seed.as_str() {
+        "" => None,
+        s => s
+            .parse::<u64>()
+            .map_err(|_| errors.push("The seed must be a whole number.".into()))
+            .ok(),
+    };
+    let temperature = form
+        .temperature
+        .parse::<f64>()
+        .ok()
+        .filter(|t| (0.0..=2.0).contains(t))
+        .or_else(|| {
+            errors.push("The temperature must be a number from 0 to 2.".into());
+            None
+        });
+    let (Some(repeats), Some(default_repeats), Some(selection), Some(temperature), true) = (
+        repeats,
+        default_repeats,
+        selection,
+        temperature,
+        errors.is_empty(),
+    ) else {
+        return form_page(
+            &state,
+            &admin,
+            form,
+            errors,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+    };
+    if repeats > 1000 || default_repeats > 1000 {
+        return form_page(
+            &state,
+            &admin,
+            form,
+            vec!["At most 1,000 repeats.".into()],
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+    }
+    let params = RunParams {
+        temperature,
+        ..RunParams::default()
+    };
+    let req = RunRequest {
+        study: form.study.clone(),
+        provider: form.provider.clone(),
+        model: form.model.clone(),
+        template: form.template.clone(),
+        repeats,
+        default_repeats,
+        selection,
+        seed,
+        params,
+    };
+    let settings = state.settings.clone();
+    let who = actor(admin.session());
+    let created = state
+        .db(move |conn| {
+            match setup::create_run(conn, &settings, &req) {
+                Ok(c) => {
+                    audit::record(
+                        conn,
+                        &who,
+                        "run.create",
+                        Some(&c.run.0.to_string()),
+                        Some(&serde_json::json!({"study": req.study, "provider": req.provider, "model": req.model, "trials": c.trials})),
+                    )?;
+                    Ok(Ok(c.run))
+                }
+                Err(SetupError::Invalid(m)) => Ok(Err(m)),
+                Err(e) => Err(StoreError::Conflict(e.to_string())),
+            }
+        })
+        .await?;
+    match created {
+        Ok(run) => Ok(see_other(&format!("/admin/runs/{}", run.0))),
+        Err(message) => {
+            form_page(
+                &state,
+                &admin,
+                form,
+                vec![message],
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/run.html")]
+struct RunPage {
+    nav: Nav,
+    run: Run,
+    progress: Progress,
+    parse_failure_percent: String,
+    cost: String,
+    latest: Vec<TrialRecord>,
+}
+
+pub async fn show(
+    state: web::Data<AppState>,
+    admin: Admin,
+    id: web::Path<i64>,
+) -> Result<HttpResponse, AppError> {
+    let id = RunId(id.into_inner());
+    let (run, progress, latest) = state
+        .db(move |conn| {
+            let run =
+                runs::get(conn, id)?.ok_or(StoreError::Query(diesel::result::Error::NotFound))?;
+            Ok((run, runs::progress(conn, id)?, runs::latest(conn, id, 8)?))
+        })
+        .await?;
+    let attempts = progress.finished() + progress.parse_failures;
+    let parse_failure_percent = if attempts > 0 {
+        format!(
+            "{:.1}",
+            100.0 * progress.parse_failures as f64 / attempts as f64
+        )
+    } else {
+        "0.0".into()
+    };
+    render(RunPage {
+        nav: Nav::of(admin.session()),
+        cost: format!("{:.4}", progress.cost_micros as f64 / 1e6),
+        run,
+        progress,
+        parse_failure_percent,
+        latest,
+    })
+}
+
+pub async fn action(
+    state: web::Data<AppState>,
+    admin: Admin,
+    path: web::Path<(i64, String)>,
+    fields: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    check_csrf(admin.session(), &fields)?;
+    let (id, what) = path.into_inner();
+    let run = RunId(id);
+    if !matches!(what.as_str(), "pause" | "resume" | "cancel") {
+        return Err(AppError::NotFound);
+    }
+    let who = actor(admin.session());
+    state
+        .db(move |conn| {
+            if runs::get(conn, run)?.is_none() {
+                return Err(StoreError::Query(diesel::result::Error::NotFound));
+            }
+            match what.as_str() {
+                "pause" => runs::pause(conn, run)?,
+                "resume" => runs::resume(conn, run)?,
+                _ => runs::cancel(conn, run)?,
+            };
+            audit::record(
+                conn,
+                &who,
+                &format!("run.{what}"),
+                Some(&run.0.to_string()),
+                None,
+            )?;
+            Ok(())
+        })
+        .await?;
+    Ok(see_other(&format!("/admin/runs/{id}")))
+}
