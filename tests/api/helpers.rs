@@ -300,6 +300,16 @@ pub struct Browser {
 }
 
 impl TestApp {
+    /// A migrated database without an in-process server (tests that run the real binary).
+    pub fn prepare(db: TestDb) -> TestApp {
+        db.pool();
+        TestApp {
+            base: String::new(),
+            agent: ureq::Agent::config_builder().build().into(),
+            db,
+        }
+    }
+
     pub fn browser(&self) -> Browser {
         Browser {
             base: self.base.clone(),
