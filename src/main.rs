@@ -539,9 +539,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let actor = store::audit::Actor::Cli;
             let stats = match &args.output {
                 Some(path) => {
-                    let file = std::fs::File::create(path)
-                        .with_context(|| format!("cannot create {}", path.display()))?;
-                    ops::export(&mut conn, &args.study, kind, filter, &actor, file)?
+                    // Written as FILE.partial and renamed when complete: an interrupted export
+                    // (even kill -9) never leaves a file that looks finished.
+                    let mut partial = path.clone().into_os_string();
+                    partial.push(".partial");
+                    let partial = PathBuf::from(partial);
+                    let file = std::fs::File::create(&partial)
+                        .with_context(|| format!("cannot create {}", partial.display()))?;
+                    let mut out = std::io::BufWriter::new(file);
+                    let stats =
+                        ops::export(&mut conn, &args.study, kind, filter, &actor, &mut out)?;
+                    let file = out.into_inner().map_err(|e| e.into_error())?;
+                    file.sync_all()?;
+                    std::fs::rename(&partial, path).with_context(|| {
+                        format!("cannot rename {} to {}", partial.display(), path.display())
+                    })?;
+                    stats
                 }
                 None => {
                     let out = std::io::stdout().lock();

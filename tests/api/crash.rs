@@ -245,3 +245,85 @@ fn a_server_killed_mid_flow_loses_no_acknowledged_answer(db: TestDb) {
 }
 
 on_both_backends!(a_server_killed_mid_flow_loses_no_acknowledged_answer);
+
+fn an_export_killed_midway_leaves_a_clearly_partial_file_and_the_database_untouched(db: TestDb) {
+    let url = db.url.clone();
+    let app = TestApp::prepare(db);
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::ops::generate_study(&mut conn, "big", 20_000, 3).unwrap();
+    }
+    let counts = || {
+        use diesel::prelude::*;
+        use emotionbench::store::schema::{audit_log, participants, responses};
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let p: i64 = participants::table.count().get_result(&mut conn).unwrap();
+        let r: i64 = responses::table.count().get_result(&mut conn).unwrap();
+        let a: i64 = audit_log::table.count().get_result(&mut conn).unwrap();
+        (p, r, a)
+    };
+    let before = counts();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("long.csv");
+    let partial = dir.path().join("long.csv.partial");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_emotionbench"))
+        .args(["export", "long", "--study", "big", "-o"])
+        .arg(&out)
+        .env("DATABASE_URL", &url)
+        .env("EMOTIONBENCH_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once it has written something but long before the 800,000 rows are out.
+    let t = Instant::now();
+    loop {
+        let len = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
+        if len > 256 * 1024 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the export wrote nothing"
+        );
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "the export finished before it could be killed ({status}); make the study bigger"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !out.exists(),
+        "an interrupted export must not look finished"
+    );
+    let text = std::fs::read_to_string(&partial).unwrap();
+    assert!(
+        text.lines().count() < 800_001,
+        "the partial file is incomplete"
+    );
+    assert_eq!(counts(), before, "the database is untouched");
+    // A complete run renames the file into place.
+    let ok = Command::new(env!("CARGO_BIN_EXE_emotionbench"))
+        .args(["export", "wide", "--study", "big", "-o"])
+        .arg(dir.path().join("wide.csv"))
+        .env("DATABASE_URL", &url)
+        .env("EMOTIONBENCH_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("wide.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        20_001
+    );
+    assert!(!dir.path().join("wide.csv.partial").exists());
+}
+
+on_both_backends!(an_export_killed_midway_leaves_a_clearly_partial_file_and_the_database_untouched);
