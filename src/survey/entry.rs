@@ -83,11 +83,7 @@ pub async fn get(
                     "Thank you for your interest. This study is not accepting participants at the moment.",
                 ));
             }
-            let s = study.clone();
-            if state
-                .db(move |conn| Ok(participants::study_is_full(conn, &s)?))
-                .await?
-            {
+            if state.study_is_full(&study).await? {
                 return render(unavailable(
                     "This study is full",
                     "Thank you for your interest. Every place in this study has been taken.",

@@ -31,6 +31,11 @@ pub struct AppState {
     /// Instruments by id. The items of an instrument that a study uses never change (the store
     /// refuses), so pages can keep them in memory.
     instruments: Arc<RwLock<HashMap<i64, Arc<Instrument>>>>,
+    /// Whether a study was full, per study, with when it was checked. The entry page only
+    /// uses it to turn newcomers away politely; the assignment at consent decides for real
+    /// inside its transaction, so a value a second old is good enough and spares a count of
+    /// every participant per arrival.
+    full: Arc<RwLock<HashMap<i64, (std::time::Instant, bool)>>>,
 }
 
 impl AppState {
@@ -39,7 +44,34 @@ impl AppState {
             pool,
             settings,
             instruments: Arc::default(),
+            full: Arc::default(),
         }
+    }
+
+    /// Whether a study is full, re-counted at most once per second per process.
+    pub async fn study_is_full(
+        &self,
+        study: &crate::store::studies::Study,
+    ) -> Result<bool, AppError> {
+        const FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+        if let Some((at, full)) = self
+            .full
+            .read()
+            .ok()
+            .and_then(|m| m.get(&study.id).copied())
+        {
+            if at.elapsed() < FRESH {
+                return Ok(full);
+            }
+        }
+        let s = study.clone();
+        let full = self
+            .db(move |conn| Ok(crate::store::participants::study_is_full(conn, &s)?))
+            .await?;
+        if let Ok(mut m) = self.full.write() {
+            m.insert(study.id, (std::time::Instant::now(), full));
+        }
+        Ok(full)
     }
 
     /// An instrument, from memory after the first load.
