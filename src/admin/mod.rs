@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod login;
+pub mod report;
 pub mod studies;
 pub mod users;
 
