@@ -747,3 +747,253 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
         alignment,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// Reference values below were computed with SciPy 1.x
+    /// (`ttest_ind_from_stats`, `ttest_rel`, `f.cdf`) as the upstream code calls them.
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+    }
+
+    fn layout() -> Layout {
+        Layout {
+            categories: vec!["Positive Affect".into(), "Negative Affect".into()],
+            emotions: vec!["Anger".into(), "Fear".into()],
+            factors: vec![
+                Factor {
+                    emotion: 0,
+                    index: 0,
+                    name: "A0".into(),
+                },
+                Factor {
+                    emotion: 0,
+                    index: 1,
+                    name: "A1".into(),
+                },
+                Factor {
+                    emotion: 1,
+                    index: 0,
+                    name: "F0".into(),
+                },
+            ],
+        }
+    }
+
+    fn paper() -> Options {
+        Options {
+            mode: Mode::Paper,
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn paper_mode_uses_student_when_the_f_test_keeps_equal_variances() {
+        // F-test p = 0.7133 > α → Student; scipy: t = 1.9756583111267099, p = 0.08360856130475644.
+        let r = model_category(
+            "PA",
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            &[3.0, 4.0, 5.0, 6.0, 8.0],
+            paper(),
+        );
+        assert_eq!(r.test, "student");
+        assert!(close(r.t.unwrap(), 1.9756583111267099));
+        assert!(close(r.p.unwrap(), 0.08360856130475644));
+        assert_eq!(r.df, Some(8.0));
+        // Hedges' g without ε.
+        assert!(close(r.effect_size.unwrap(), 1.1285951286973932));
+        // Default mode: Welch, scipy ttest_ind(equal_var=False).
+        let w = model_category(
+            "PA",
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            &[3.0, 4.0, 5.0, 6.0, 8.0],
+            Options::default(),
+        );
+        assert_eq!(w.test, "welch");
+        assert!(close(w.t.unwrap(), 1.9756583222945239));
+        assert!(close(w.p.unwrap(), 0.08495606629724337));
+        assert!(close(w.df.unwrap(), 7.711133400200603));
+    }
+
+    #[test]
+    fn paper_mode_uses_welch_when_the_f_test_rejects_equal_variances() {
+        let d: Vec<f64> = [20.0, 21.0].repeat(10);
+        let e: Vec<f64> = (0..20).map(|i| 10.0 + 2.0 * f64::from(i)).collect();
+        let r = model_category("PA", &d, &e, paper());
+        assert_eq!(r.test, "welch");
+        assert!(close(r.t.unwrap(), 3.209682814817394));
+        assert!(close(r.p.unwrap(), 0.004596651382614433));
+    }
+
+    #[test]
+    fn paper_epsilon_makes_a_zero_variance_default_testable_and_default_mode_stays_finite() {
+        let d = [10.0; 4];
+        let e = [12.0, 13.0, 11.0, 14.0, 12.0];
+        // scipy with sd + 1e-8: t = 4.706787202035164, p = 0.00926169704273526, df = 4.
+        let r = model_category("NA", &d, &e, paper());
+        assert_eq!(r.test, "welch");
+        assert!(close(r.t.unwrap(), 4.706787202035164));
+        assert!(close(r.p.unwrap(), 0.00926169704273526));
+        assert!(close(r.df.unwrap(), 4.0));
+        assert_eq!(r.default_sd, Some(0.0));
+        // Both without variance, different means: upstream calls any change significant …
+        let both = model_category("NA", &d, &[12.0; 5], paper());
+        assert!(both.t.unwrap().is_finite() && both.p.unwrap() < 1e-9);
+        // … the default mode has no test: null, not significant, no NaN.
+        let mut none = model_category("NA", &d, &[12.0; 5], Options::default());
+        decide(&mut none, 0.01);
+        assert_eq!((none.t, none.df, none.p), (None, None, None));
+        assert_eq!(none.effect_size, None);
+        assert_eq!((none.significant, none.direction), (false, Direction::None));
+        assert_eq!(none.delta, Some(2.0));
+        assert_eq!(none.cell(), "− (+2.0)");
+        // Nothing at all, or a single value: no test, null numbers.
+        let empty = model_category("NA", &d, &[], paper());
+        assert_eq!(
+            (empty.evoked_mean, empty.delta, empty.t),
+            (None, None, None)
+        );
+        let single = model_category("NA", &d, &[3.0], paper());
+        assert_eq!((single.evoked_sd, single.t), (None, None));
+        assert_eq!(empty.cell(), "n/a");
+    }
+
+    #[test]
+    fn humans_get_the_paired_test_and_d_z() {
+        // scipy ttest_rel: t = 4.3817804600413295, p = 0.022006046490798327, df = 3.
+        let r = human_category("NA", &[10.0, 12.0, 14.0, 16.0], &[15.0, 14.0, 20.0, 19.0]);
+        assert_eq!(r.test, "paired");
+        assert!(close(r.t.unwrap(), 4.3817804600413295));
+        assert!(close(r.p.unwrap(), 0.022006046490798327));
+        assert_eq!(r.df, Some(3.0));
+        assert!(close(r.effect_size.unwrap(), 2.1908902300206643));
+        // n = 2 works; identical differences have no test.
+        let two = human_category("NA", &[1.0, 2.0], &[2.0, 4.0]);
+        assert_eq!(two.df, Some(1.0));
+        let same = human_category("NA", &[1.0, 2.0], &[2.0, 3.0]);
+        assert_eq!((same.t, same.p), (None, None));
+    }
+
+    fn trial(factor: Option<usize>, situation: i64, pa: f64, na: f64) -> Trial {
+        Trial {
+            measure: match factor {
+                None => Measure::Default,
+                Some(factor) => Measure::Evoked { factor, situation },
+            },
+            scores: Some(vec![pa, na]),
+        }
+    }
+
+    fn inputs() -> Inputs {
+        let mut trials = vec![
+            trial(None, 0, 30.0, 10.0),
+            trial(None, 0, 32.0, 11.0),
+            trial(None, 0, 31.0, 10.0),
+            Trial {
+                measure: Measure::Default,
+                scores: None,
+            },
+        ];
+        for (f, s) in [(0, 1), (0, 2), (1, 3), (2, 4)] {
+            for r in 0..3 {
+                trials.push(trial(Some(f), s, 20.0 + f64::from(r), 25.0 - s as f64));
+            }
+        }
+        let humans = (0..12)
+            .map(|i| HumanObservation {
+                factor: i % 3,
+                before: vec![28.0 + (i % 4) as f64, 13.0 + (i % 3) as f64],
+                after: vec![22.0 + (i % 5) as f64, 24.0 - (i % 2) as f64],
+            })
+            .collect();
+        Inputs {
+            study: "s".into(),
+            instrument: "PANAS".into(),
+            layout: layout(),
+            humans,
+            models: vec![ModelInput {
+                name: "m".into(),
+                trials,
+            }],
+        }
+    }
+
+    #[test]
+    fn groups_pool_trials_count_failures_and_align_with_the_humans() {
+        let r = build(&inputs(), paper());
+        assert_eq!(r.cohorts.len(), 2);
+        let m = &r.cohorts[1];
+        assert_eq!((m.observations, m.failed_trials), (15, 1));
+        // overall, 2 emotions, 3 factors.
+        let levels: Vec<Level> = m.groups.iter().map(|g| g.level).collect();
+        assert_eq!(
+            levels,
+            [
+                Level::Overall,
+                Level::Emotion,
+                Level::Emotion,
+                Level::Factor,
+                Level::Factor,
+                Level::Factor
+            ]
+        );
+        // Anger pools its two factors' trials (9), weighted by trials.
+        assert_eq!(m.groups[1].categories[0].n_evoked, 9);
+        assert_eq!(m.groups[1].emotion.as_deref(), Some("Anger"));
+        assert_eq!(m.groups[3].factor.as_deref(), Some("A0"));
+        assert_eq!(m.groups[0].categories[0].n_default, 3);
+        // Unit situation: the evoked sample is the situations' means.
+        let s = build(
+            &inputs(),
+            Options {
+                unit: Unit::Situation,
+                ..Options::default()
+            },
+        );
+        assert_eq!(s.cohorts[1].groups[0].categories[0].n_evoked, 4);
+        assert_eq!(s.cohorts[1].groups[0].categories[0].evoked_mean, Some(21.0));
+        let a = &r.alignment[0];
+        assert_eq!(a.cells_compared, 6);
+        assert!(a.summary.starts_with("m: same direction as the humans in"));
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("NaN") && !json.contains("inf"));
+    }
+
+    #[test]
+    fn a_correction_adjusts_the_factor_table_only() {
+        let o = Options {
+            correction: Some(Correction::Holm),
+            ..paper()
+        };
+        let r = build(&inputs(), o);
+        for c in &r.cohorts {
+            for g in &c.groups {
+                for x in &g.categories {
+                    assert_eq!(
+                        x.p_adjusted.is_some(),
+                        g.level == Level::Factor && x.p.is_some()
+                    );
+                    if let (Some(p), Some(a)) = (x.p, x.p_adjusted) {
+                        assert!(a >= p);
+                        assert_eq!(x.significant, a <= o.alpha);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cells_print_like_the_paper() {
+        assert_eq!(signed(0.2), "+0.2");
+        assert_eq!(signed(-0.94), "-0.9");
+        assert_eq!(signed(-0.04), "0.0");
+        let mut r = human_category("NA", &[10.0, 12.0, 14.0, 16.0], &[15.0, 14.0, 20.0, 19.0]);
+        decide(&mut r, 0.05);
+        assert_eq!(r.cell(), "↑ (+4.0)");
+        decide(&mut r, 0.01);
+        assert_eq!(r.cell(), "− (+4.0)");
+    }
+}

@@ -15,5 +15,6 @@ mod helpers;
 mod humans;
 mod imports;
 mod model_results;
+mod report;
 mod survey;
 mod web;
