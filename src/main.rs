@@ -63,9 +63,40 @@ enum Command {
     /// Prompts as sent to models.
     #[command(subcommand)]
     Prompt(PromptCommand),
+    /// The alignment report of a study: humans and models side by side (paper Table 2 layout).
+    Report(ReportArgs),
     /// Benchmarks and load generators (loopback only, bounded).
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// The study's slug.
+    #[arg(long)]
+    study: String,
+    /// `all` or a comma-separated list of model names.
+    #[arg(long, default_value = "all")]
+    models: ops::ModelSelection,
+    /// `paper`: the upstream procedure (F-test, Student or Welch, ε = 1e-8 on SDs, repeats
+    /// pooled); `default`: Welch without ε.
+    #[arg(long, default_value = "default")]
+    mode: emotionbench::domain::report::Mode,
+    /// Significance level.
+    #[arg(long, default_value_t = 0.01, value_parser = emotionbench::admin::report::parse_alpha)]
+    alpha: f64,
+    /// Model observations: every `trial`, or the mean of each `situation`'s repeats.
+    #[arg(long, default_value = "trial")]
+    unit: emotionbench::domain::report::Unit,
+    /// Multiple-comparison correction over each cohort's factor table: bh or holm.
+    #[arg(long)]
+    correction: Option<emotionbench::domain::report::Correction>,
+    /// html, md, csv or json.
+    #[arg(long, default_value = "md")]
+    format: emotionbench::export::report::Format,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -82,6 +113,19 @@ enum BenchCommand {
         /// Write the CSV here (default: discard it).
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Generate humans and model runs in a temporary SQLite database and time the full report.
+    Report {
+        #[arg(long, default_value_t = 1266)]
+        participants: usize,
+        #[arg(long, default_value_t = 10)]
+        models: usize,
+        /// Trials per model (50 default-measure, the rest evoked).
+        #[arg(long, default_value_t = 1800)]
+        trials: usize,
+        /// Timed runs (the median is reported).
+        #[arg(long, default_value_t = 7)]
+        runs: usize,
     },
     /// Create an open study for load tests on DATABASE_URL (the demo situations, PANAS,
     /// shuffled items, no minimum reading time).
@@ -575,6 +619,36 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             participants,
             output,
         }) => bench_export(participants, output.as_deref()),
+        Command::Bench(BenchCommand::Report {
+            participants,
+            models,
+            trials,
+            runs,
+        }) => bench_report(participants, models, trials, runs),
+        Command::Report(args) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let options = emotionbench::domain::report::Options {
+                mode: args.mode,
+                alpha: args.alpha,
+                unit: args.unit,
+                correction: args.correction,
+            };
+            let report = ops::report(&mut conn, &args.study, &args.models, options)?;
+            let text = emotionbench::export::report::render(&report, args.format)?;
+            match &args.output {
+                Some(path) => {
+                    std::fs::write(path, text)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!("wrote the report to {}", path.display());
+                }
+                None => {
+                    use std::io::Write;
+                    std::io::stdout().lock().write_all(text.as_bytes())?;
+                }
+            }
+            Ok(())
+        }
         Command::Instruments(InstrumentsCommand::List) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
@@ -997,6 +1071,58 @@ fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()
         mib(rss_before),
         mib(rss_after)
     );
+    Ok(())
+}
+
+fn bench_report(
+    participants: usize,
+    models: usize,
+    trials: usize,
+    runs: usize,
+) -> anyhow::Result<()> {
+    use emotionbench::domain::report::{Mode, Options};
+    let dir = tempfile_dir()?;
+    let url = format!("sqlite://{}", dir.join("bench.db").display());
+    let pool = db::connect(&url, 2)?;
+    let mut conn = pool.get()?;
+    db::migrate(&mut conn)?;
+    let started = std::time::Instant::now();
+    ops::generate_study(&mut conn, "bench", participants, 1)?;
+    ops::generate_model_runs(&mut conn, "bench", models, trials, 2)?;
+    println!(
+        "generated {participants} participants and {models} models x {trials} trials in {:.1} s (SQLite, temporary)",
+        started.elapsed().as_secs_f64()
+    );
+    for mode in [Mode::Paper, Mode::Default] {
+        let options = Options {
+            mode,
+            ..Options::default()
+        };
+        let mut times = Vec::with_capacity(runs.max(1));
+        let mut cohorts = 0;
+        for _ in 0..runs.max(1) {
+            let t = std::time::Instant::now();
+            let report = ops::report(&mut conn, "bench", &ops::ModelSelection::All, options)?;
+            let text = emotionbench::export::report::render(
+                &report,
+                emotionbench::export::report::Format::Json,
+            )?;
+            times.push(t.elapsed().as_secs_f64());
+            cohorts = report.cohorts.len();
+            std::hint::black_box(text);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "report ({mode:?} mode, {cohorts} cohorts, read + score + statistics + JSON): median {:.3} s over {} runs (min {:.3}, max {:.3})",
+            times[times.len() / 2],
+            times.len(),
+            times[0],
+            times[times.len() - 1]
+        );
+    }
+    drop(conn);
+    drop(pool);
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

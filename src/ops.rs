@@ -507,6 +507,83 @@ pub fn generate_study(
     Ok(study)
 }
 
+/// Adds `models` imported runs (`model-1` …) of `trials` trials each to the generated study
+/// `slug`: 50 default-measure trials, the rest evoked over the study's situations in turn,
+/// seeded random answers, one in a hundred failed. The fixture of the report benchmark.
+pub fn generate_model_runs(
+    conn: &mut DbConnection,
+    slug: &str,
+    models: usize,
+    trials: usize,
+    seed: u64,
+) -> Result<(), OpsError> {
+    use rand::{Rng, SeedableRng};
+    let study = studies::load(conn, slug)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| StoreError::Conflict(format!("there is no study {slug:?}")))?;
+    let set = study
+        .situation_set_id
+        .ok_or_else(|| StoreError::Conflict(format!("study {slug:?} has no situation set")))?;
+    let situations: Vec<(i64, String)> = situations::list(conn, store::SituationSetId(set))
+        .map_err(StoreError::from)?
+        .into_iter()
+        .map(|s| (s.id.0, s.situation.key))
+        .collect();
+    if situations.is_empty() {
+        return Err(StoreError::Conflict(format!("study {slug:?} has no situations")).into());
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let order = serde_json::to_string(&(1..=20).collect::<Vec<u32>>())
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    for m in 0..models {
+        let name = format!("model-{}", m + 1);
+        let rows: Vec<store::model_runs::NewImportedTrial> = (0..trials)
+            .map(|k| {
+                let (measure, situation_id, key, repeat) = if k < 50 {
+                    ("default", None, "General".to_owned(), k)
+                } else {
+                    let j = k - 50;
+                    let (id, key) = &situations[j % situations.len()];
+                    ("evoked", Some(*id), key.clone(), j / situations.len())
+                };
+                let lo = if measure == "default" { 1 } else { 2 };
+                let answers: Vec<i32> = (0..20).map(|_| rng.random_range(lo..=5)).collect();
+                let scores = if rng.random_range(0..100) == 0 {
+                    Err("generated failure".to_owned())
+                } else {
+                    serde_json::to_string(&answers).map_err(|e| e.to_string())
+                };
+                store::model_runs::NewImportedTrial {
+                    measure,
+                    situation_id,
+                    situation_key: key,
+                    repeat_index: i32::try_from(repeat).unwrap_or(i32::MAX),
+                    item_order: order.clone(),
+                    request: String::new(),
+                    raw_reply: String::new(),
+                    scores,
+                }
+            })
+            .collect();
+        conn.transaction(|conn| {
+            store::model_runs::insert_imported(
+                conn,
+                &store::model_runs::NewImportedRun {
+                    study_id: study.id,
+                    model: &name,
+                    instrument_id: study.instrument_id,
+                    situation_set_id: Some(set),
+                    selection: "{\"generated\":true}".to_owned(),
+                    repeats: 1,
+                    default_repeats: 50,
+                },
+                &rows,
+            )
+        })?;
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Released model answers
 // ---------------------------------------------------------------------------------------------
@@ -636,4 +713,203 @@ pub fn import_model_results(
         Ok::<_, StoreError>(result)
     })
     .map_err(rejected)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The alignment report
+// ---------------------------------------------------------------------------------------------
+
+/// Which models a report includes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSelection {
+    All,
+    Only(Vec<String>),
+}
+
+impl std::str::FromStr for ModelSelection {
+    type Err = String;
+    /// `all` or a comma-separated list of model names.
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim() == "all" || s.trim().is_empty() {
+            return Ok(ModelSelection::All);
+        }
+        Ok(ModelSelection::Only(
+            s.split(',')
+                .map(|m| m.trim().to_owned())
+                .filter(|m| !m.is_empty())
+                .collect(),
+        ))
+    }
+}
+
+/// Why a report cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("there is no study {0:?}")]
+    NoStudy(String),
+    #[error("study {0:?} has no situation set, so its answers have no emotions or factors")]
+    NoSituationSet(String),
+    #[error("study {study:?} has no runs of model {model:?} (it has: {have})")]
+    UnknownModel {
+        study: String,
+        model: String,
+        have: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<diesel::result::Error> for ReportError {
+    fn from(e: diesel::result::Error) -> Self {
+        ReportError::Store(e.into())
+    }
+}
+
+/// Reads a study's completed participants and model trials, scores them and computes the
+/// alignment report (`domain::report`). Paper mode scores with the paper's convention, the
+/// default mode with the instrument authors' (identical for PANAS).
+pub fn report(
+    conn: &mut DbConnection,
+    slug: &str,
+    models: &ModelSelection,
+    options: crate::domain::report::Options,
+) -> Result<crate::domain::report::Report, ReportError> {
+    use crate::domain::instrument::Convention;
+    use crate::domain::report::{
+        Factor, HumanObservation, Inputs, Layout, Measure, Mode, ModelInput, Trial, build,
+    };
+    use std::collections::HashMap;
+    let study = studies::load(conn, slug)?.ok_or_else(|| ReportError::NoStudy(slug.to_owned()))?;
+    let set = study
+        .situation_set_id
+        .ok_or_else(|| ReportError::NoSituationSet(slug.to_owned()))?;
+    let instrument = instruments::get(conn, store::InstrumentId(study.instrument_id))?;
+    let convention = match options.mode {
+        Mode::Paper => Convention::Paper,
+        Mode::Default => Convention::Authored,
+    };
+    // Emotions and factors in the set's file order (the paper's table order).
+    let mut layout = Layout {
+        categories: instrument
+            .categories
+            .iter()
+            .map(|c| c.name.clone())
+            .collect(),
+        emotions: Vec::new(),
+        factors: Vec::new(),
+    };
+    let mut factor_of: HashMap<i64, usize> = HashMap::new();
+    let mut factor_index: HashMap<(String, u32), usize> = HashMap::new();
+    for s in situations::list(conn, store::SituationSetId(set))? {
+        let e = match layout
+            .emotions
+            .iter()
+            .position(|e| *e == s.situation.emotion)
+        {
+            Some(e) => e,
+            None => {
+                layout.emotions.push(s.situation.emotion.clone());
+                layout.emotions.len() - 1
+            }
+        };
+        let key = (s.situation.emotion.clone(), s.situation.factor_index);
+        let f = *factor_index.entry(key).or_insert_with(|| {
+            layout.factors.push(Factor {
+                emotion: e,
+                index: i32::try_from(s.situation.factor_index).unwrap_or(i32::MAX),
+                name: s.situation.factor_name.clone(),
+            });
+            layout.factors.len() - 1
+        });
+        factor_of.insert(s.id.0, f);
+    }
+    let score = |answers: &[i32]| -> Option<Vec<f64>> {
+        instrument
+            .score(answers, convention)
+            .ok()
+            .map(|v| v.into_iter().map(|c| c.value).collect())
+    };
+    // Humans: rows come ordered by participant, phase, item.
+    let mut humans = Vec::new();
+    let rows = store::report::completed_answers(conn, study.id)?;
+    let mut i = 0;
+    while i < rows.len() {
+        let (pid, situation) = (rows[i].0, rows[i].1);
+        let (mut before, mut after) = (Vec::new(), Vec::new());
+        while i < rows.len() && rows[i].0 == pid {
+            match rows[i].2.as_str() {
+                "default" => before.push(rows[i].4),
+                "evoked" => after.push(rows[i].4),
+                _ => {}
+            }
+            i += 1;
+        }
+        let factor = situation.and_then(|s| factor_of.get(&s).copied());
+        if let (Some(factor), Some(before), Some(after)) = (factor, score(&before), score(&after)) {
+            humans.push(HumanObservation {
+                factor,
+                before,
+                after,
+            });
+        }
+    }
+    // Models.
+    let have = store::report::models(conn, study.id)?;
+    let names = match models {
+        ModelSelection::All => have.clone(),
+        ModelSelection::Only(list) => {
+            for m in list {
+                if !have.contains(m) {
+                    return Err(ReportError::UnknownModel {
+                        study: slug.to_owned(),
+                        model: m.clone(),
+                        have: if have.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            have.join(", ")
+                        },
+                    });
+                }
+            }
+            list.clone()
+        }
+    };
+    let mut inputs: Vec<ModelInput> = names
+        .iter()
+        .map(|n| ModelInput {
+            name: n.clone(),
+            trials: Vec::new(),
+        })
+        .collect();
+    for (model, measure, situation, status, scores) in
+        store::report::trials(conn, study.id, &names)?
+    {
+        let Some(input) = inputs.iter_mut().find(|m| m.name == model) else {
+            continue;
+        };
+        let measure = match measure.as_str() {
+            "default" => Measure::Default,
+            _ => match situation.and_then(|s| Some((s, *factor_of.get(&s)?))) {
+                Some((situation, factor)) => Measure::Evoked { factor, situation },
+                None => continue,
+            },
+        };
+        let scores = match (status.as_str(), scores) {
+            ("done", Some(json)) => serde_json::from_str::<Vec<i32>>(&json)
+                .ok()
+                .and_then(|a| score(&a)),
+            _ => None,
+        };
+        input.trials.push(Trial { measure, scores });
+    }
+    Ok(build(
+        &Inputs {
+            study: slug.to_owned(),
+            instrument: instrument.key.clone(),
+            layout,
+            humans,
+            models: inputs,
+        },
+        options,
+    ))
 }

@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod exports;
 pub mod login;
+pub mod report;
 pub mod runs;
 pub mod studies;
 pub mod users;

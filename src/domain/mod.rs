@@ -8,6 +8,7 @@ pub mod instrument;
 pub mod model_results;
 pub mod parse;
 pub mod prompt;
+pub mod report;
 pub mod run;
 pub mod situation;
 pub mod stats;

@@ -8,6 +8,7 @@ pub mod instruments;
 pub mod model_runs;
 pub mod monitor;
 pub mod participants;
+pub mod report;
 pub mod runs;
 pub mod schema;
 pub mod sessions;

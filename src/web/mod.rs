@@ -156,6 +156,7 @@ route_table! {
     get  "/admin/studies/new"                       => crate::admin::studies::new_form, Admin;
     post "/admin/studies"                           => crate::admin::studies::create, Admin;
     get  "/admin/studies/{study}"                   => crate::admin::studies::monitor, Researcher;
+    get  "/admin/studies/{study}/report"            => crate::admin::report::show, Researcher;
     get  "/admin/studies/{study}/edit"              => crate::admin::studies::edit_form, Admin;
     post "/admin/studies/{study}"                   => crate::admin::studies::update, Admin;
     post "/admin/studies/{study}/status"            => crate::admin::studies::set_status, Admin;

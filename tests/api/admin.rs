@@ -69,6 +69,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("get", "/admin/studies/new", Access::Admin),
     ("post", "/admin/studies", Access::Admin),
     ("get", "/admin/studies/{study}", Access::Researcher),
+    ("get", "/admin/studies/{study}/report", Access::Researcher),
     ("get", "/admin/studies/{study}/edit", Access::Admin),
     ("post", "/admin/studies/{study}", Access::Admin),
     ("post", "/admin/studies/{study}/status", Access::Admin),

@@ -88,7 +88,7 @@ fn the_wide_export_of_the_imported_cohort_reproduces_the_published_sums(db: Test
 }
 
 /// The venv's python with pandas (EMOTIONBENCH_PYTHON or ./.venv-tools/bin/python).
-fn pandas_python() -> Option<PathBuf> {
+pub fn pandas_python() -> Option<PathBuf> {
     let python = std::env::var_os("EMOTIONBENCH_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| {

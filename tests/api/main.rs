@@ -16,6 +16,7 @@ mod helpers;
 mod humans;
 mod imports;
 mod model_results;
+mod report;
 mod runs;
 mod survey;
 mod web;

@@ -1,0 +1,999 @@
+//! The alignment report: humans and models side by side, per group (overall, emotion, factor)
+//! and instrument category, with the statistics of the EmotionBench paper and the alignment of
+//! each model with the humans.
+//!
+//! Pure: the caller scores the answers (instrument categories, canonical order) and passes the
+//! observations; this module computes summaries, tests, effect sizes, corrections, alignment.
+//!
+//! # Statistics
+//! - **Humans**: each participant answered before (default) and after (evoked) imagining one
+//!   situation, so a group's change is the **paired** t-test of after vs before (`df = n − 1`)
+//!   with the paired effect size `d_z`. The same in both modes (the paper's human analysis was
+//!   done in a spreadsheet; paired is the design).
+//! - **Models**: the default-measure trials (no situation) against the evoked trials of the
+//!   group, two-sample, effect size Hedges' g.
+//!   - `Mode::Paper` reproduces the upstream `hypothesis_testing` exactly: `ε = 1e-8` added to
+//!     both SDs, a two-sided F-test for equal variances at α (`equal_var` iff `p > α`), then
+//!     Student or Welch from the summaries; every trial (repeats included) is one sample, and
+//!     an emotion pools its factors' trials (so it is weighted by trials). With ε, a default
+//!     measure without variance (GPT-4's NA = 10 every time) still gives a finite test, and any
+//!     change is "significant".
+//!   - `Mode::Default` is Welch without ε. A group whose two measures both have zero variance
+//!     has no test (`t`, `df`, `p` = null, not significant) unless the means are equal
+//!     (`t = 0, p = 1`). `Unit::Situation` first averages the repeats of each situation, so
+//!     the evoked sample is the situations (the default measure has no situation: its trials
+//!     stay the sample).
+//! - A change is significant when `p ≤ α` (upstream rejects unless `p > α`); with a
+//!   correction (Benjamini–Hochberg or Holm) the factor rows of each cohort are adjusted
+//!   together (all factors × categories) and significance uses the adjusted p.
+//! - No NaN or infinity reaches the output: every undefined number is `None` (JSON null).
+
+use serde::Serialize;
+
+use super::stats::{self, Summary, TTest};
+
+/// The upstream constant added to standard deviations in paper mode.
+pub const PAPER_EPSILON: f64 = 1e-8;
+
+/// Which statistical procedure for the models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Upstream EmotionBench: F-test, then Student or Welch, ε on SDs, repeats pooled.
+    Paper,
+    /// Welch without ε.
+    Default,
+}
+
+/// What one model observation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// Every trial (repeats pooled, as upstream).
+    Trial,
+    /// The mean over the repeats of each situation.
+    Situation,
+}
+
+/// Multiple-comparison correction across a cohort's factor table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Correction {
+    Bh,
+    Holm,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "paper" => Ok(Mode::Paper),
+            "default" => Ok(Mode::Default),
+            _ => Err(format!("unknown mode {s:?}: expected paper or default")),
+        }
+    }
+}
+
+impl std::str::FromStr for Unit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "trial" => Ok(Unit::Trial),
+            "situation" => Ok(Unit::Situation),
+            _ => Err(format!("unknown unit {s:?}: expected trial or situation")),
+        }
+    }
+}
+
+impl std::str::FromStr for Correction {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bh" => Ok(Correction::Bh),
+            "holm" => Ok(Correction::Holm),
+            _ => Err(format!("unknown correction {s:?}: expected bh or holm")),
+        }
+    }
+}
+
+/// How the report is computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    pub mode: Mode,
+    pub alpha: f64,
+    pub unit: Unit,
+    pub correction: Option<Correction>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: Mode::Default,
+            alpha: 0.01,
+            unit: Unit::Trial,
+            correction: None,
+        }
+    }
+}
+
+/// A factor of the situation set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Factor {
+    /// Index into [`Layout::emotions`].
+    pub emotion: usize,
+    pub index: i32,
+    pub name: String,
+}
+
+/// The study's categories, emotions and factors, in display order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub categories: Vec<String>,
+    pub emotions: Vec<String>,
+    pub factors: Vec<Factor>,
+}
+
+/// One participant: the factor of the situation, category scores before and after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HumanObservation {
+    /// Index into [`Layout::factors`].
+    pub factor: usize,
+    pub before: Vec<f64>,
+    pub after: Vec<f64>,
+}
+
+/// Which measure a model trial is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    Default,
+    /// `factor` indexes [`Layout::factors`]; `situation` identifies the situation.
+    Evoked {
+        factor: usize,
+        situation: i64,
+    },
+}
+
+/// One model trial: category scores, or `None` when it failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trial {
+    pub measure: Measure,
+    pub scores: Option<Vec<f64>>,
+}
+
+/// All trials of one model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInput {
+    pub name: String,
+    pub trials: Vec<Trial>,
+}
+
+/// Direction of a change as the paper prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Up,
+    Down,
+    None,
+}
+
+impl Direction {
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::Up => "↑",
+            Direction::Down => "↓",
+            Direction::None => "−",
+        }
+    }
+}
+
+/// The numbers of one category in one group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CategoryResult {
+    pub name: String,
+    pub n_default: usize,
+    pub n_evoked: usize,
+    pub default_mean: Option<f64>,
+    pub default_sd: Option<f64>,
+    pub evoked_mean: Option<f64>,
+    pub evoked_sd: Option<f64>,
+    /// `evoked_mean − default_mean`.
+    pub delta: Option<f64>,
+    pub t: Option<f64>,
+    pub df: Option<f64>,
+    /// Two-sided p of the test.
+    pub p: Option<f64>,
+    /// The corrected p (factor rows, when a correction was asked for).
+    pub p_adjusted: Option<f64>,
+    pub significant: bool,
+    pub direction: Direction,
+    /// Hedges' g (models) or paired d_z (humans).
+    pub effect_size: Option<f64>,
+    /// "paired", "student", "welch", or "none" when no test was possible.
+    pub test: &'static str,
+}
+
+impl CategoryResult {
+    /// The paper's cell: `↑ (+22.2)`, `↓ (-27.6)`, `− (+0.2)`; `n/a` without data.
+    pub fn cell(&self) -> String {
+        match self.delta {
+            Some(d) => format!("{} ({})", self.direction.arrow(), signed(d)),
+            None => "n/a".to_owned(),
+        }
+    }
+
+    /// `28.0 ± 8.9` of the default measure.
+    pub fn default_cell(&self) -> String {
+        match (self.default_mean, self.default_sd) {
+            (Some(m), Some(s)) => format!("{m:.1} ± {s:.1}"),
+            (Some(m), None) => format!("{m:.1}"),
+            _ => "n/a".to_owned(),
+        }
+    }
+}
+
+/// `+0.2`, `-0.9`, one decimal (the paper's format).
+pub fn signed(x: f64) -> String {
+    let r = format!("{x:.1}");
+    if r.starts_with('-') {
+        if r == "-0.0" { "0.0".to_owned() } else { r }
+    } else {
+        format!("+{r}")
+    }
+}
+
+/// Level of a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Overall,
+    Emotion,
+    Factor,
+}
+
+/// One row of the report: all situations, one emotion, or one factor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Group {
+    pub level: Level,
+    pub emotion: Option<String>,
+    pub factor: Option<String>,
+    pub categories: Vec<CategoryResult>,
+}
+
+/// Humans or a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Humans,
+    Model,
+}
+
+/// One column of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cohort {
+    pub name: String,
+    pub kind: Kind,
+    /// Participants (humans) or trials with scores (models).
+    pub observations: usize,
+    /// Model trials that failed (excluded from the statistics); 0 for humans.
+    pub failed_trials: usize,
+    pub groups: Vec<Group>,
+}
+
+/// Alignment of one category between a model and the humans.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CategoryAlignment {
+    pub name: String,
+    pub direction_agreement: Option<f64>,
+    pub delta_correlation: Option<f64>,
+    pub evoked_mae: Option<f64>,
+    /// Model default mean − human default mean.
+    pub default_gap: Option<f64>,
+}
+
+/// How one model lines up with the humans over the factor table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Alignment {
+    pub model: String,
+    /// Share of factor × category cells where ↑/↓/− agrees with the humans'.
+    pub direction_agreement: Option<f64>,
+    pub cells_compared: usize,
+    pub cells_agreeing: usize,
+    /// Pearson r of the model's Δ with the humans' Δ across factors, the mean over categories
+    /// (per category in `categories`).
+    pub delta_correlation: Option<f64>,
+    /// Mean |model evoked mean − human evoked mean| over factor × category cells.
+    pub evoked_mae: Option<f64>,
+    /// Mean over categories of |model default mean − human default mean|.
+    pub default_gap: Option<f64>,
+    pub categories: Vec<CategoryAlignment>,
+    pub summary: String,
+}
+
+/// The whole report (the JSON machine interface).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub study: String,
+    pub instrument: String,
+    pub alpha: f64,
+    pub mode: Mode,
+    pub unit: Unit,
+    pub correction: Option<Correction>,
+    pub cohorts: Vec<Cohort>,
+    pub alignment: Vec<Alignment>,
+}
+
+impl Report {
+    /// The humans' cohort, if the study has any.
+    pub fn humans(&self) -> Option<&Cohort> {
+        self.cohorts.iter().find(|c| c.kind == Kind::Humans)
+    }
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// Which observations belong to a group.
+#[derive(Debug, Clone, Copy)]
+enum Select {
+    All,
+    Emotion(usize),
+    Factor(usize),
+}
+
+impl Select {
+    fn contains(self, layout: &Layout, factor: usize) -> bool {
+        match self {
+            Select::All => true,
+            Select::Emotion(e) => layout.factors.get(factor).is_some_and(|f| f.emotion == e),
+            Select::Factor(f) => f == factor,
+        }
+    }
+}
+
+fn selections(layout: &Layout) -> Vec<(Level, Select)> {
+    let mut out = vec![(Level::Overall, Select::All)];
+    out.extend((0..layout.emotions.len()).map(|e| (Level::Emotion, Select::Emotion(e))));
+    out.extend((0..layout.factors.len()).map(|f| (Level::Factor, Select::Factor(f))));
+    out
+}
+
+fn group_names(layout: &Layout, select: Select) -> (Option<String>, Option<String>) {
+    match select {
+        Select::All => (None, None),
+        Select::Emotion(e) => (layout.emotions.get(e).cloned(), None),
+        Select::Factor(f) => {
+            let factor = layout.factors.get(f);
+            (
+                factor.and_then(|x| layout.emotions.get(x.emotion).cloned()),
+                factor.map(|x| x.name.clone()),
+            )
+        }
+    }
+}
+
+fn described(
+    name: &str,
+    default: &[f64],
+    evoked: &[f64],
+) -> (CategoryResult, Option<Summary>, Option<Summary>) {
+    let d = stats::try_summary(default);
+    let e = stats::try_summary(evoked);
+    let sd = |s: Option<Summary>| s.filter(|s| s.n >= 2).and_then(|s| finite(s.sd));
+    let result = CategoryResult {
+        name: name.to_owned(),
+        n_default: default.len(),
+        n_evoked: evoked.len(),
+        default_mean: d.and_then(|s| finite(s.mean)),
+        default_sd: sd(d),
+        evoked_mean: e.and_then(|s| finite(s.mean)),
+        evoked_sd: sd(e),
+        delta: match (d, e) {
+            (Some(d), Some(e)) => finite(e.mean - d.mean),
+            _ => None,
+        },
+        t: None,
+        df: None,
+        p: None,
+        p_adjusted: None,
+        significant: false,
+        direction: Direction::None,
+        effect_size: None,
+        test: "none",
+    };
+    (result, d, e)
+}
+
+fn apply_test(result: &mut CategoryResult, test: Option<TTest>, name: &'static str) {
+    if let Some(t) = test
+        && let (Some(tv), Some(df), Some(p)) = (finite(t.t), finite(t.df), finite(t.p))
+    {
+        result.t = Some(tv);
+        result.df = Some(df);
+        result.p = Some(p.clamp(0.0, 1.0));
+        result.test = name;
+    }
+}
+
+fn decide(result: &mut CategoryResult, alpha: f64) {
+    let p = result.p_adjusted.or(result.p);
+    result.significant = p.is_some_and(|p| p <= alpha);
+    result.direction = match (result.significant, result.t) {
+        (true, Some(t)) if t > 0.0 => Direction::Up,
+        (true, Some(t)) if t < 0.0 => Direction::Down,
+        _ => Direction::None,
+    };
+}
+
+/// Paired after-vs-before of the humans in one group.
+fn human_category(name: &str, before: &[f64], after: &[f64]) -> CategoryResult {
+    let (mut r, _, _) = described(name, before, after);
+    apply_test(&mut r, stats::paired_t(before, after), "paired");
+    r.effect_size = stats::paired_dz(before, after).and_then(finite);
+    r
+}
+
+/// Two-sample default-vs-evoked of a model in one group, by mode.
+fn model_category(name: &str, default: &[f64], evoked: &[f64], options: Options) -> CategoryResult {
+    let (mut r, d, e) = described(name, default, evoked);
+    if let (Some(d), Some(e)) = (d, e) {
+        match options.mode {
+            Mode::Default => apply_test(&mut r, stats::welch_t_from_summary(d, e), "welch"),
+            Mode::Paper => {
+                let eps = |s: Summary| Summary {
+                    sd: s.sd + PAPER_EPSILON,
+                    ..s
+                };
+                let (d, e) = (eps(d), eps(e));
+                // Upstream: equal variances unless the F-test rejects them at α.
+                let equal = stats::f_test_from_summary(e, d).is_some_and(|f| f.p > options.alpha);
+                if equal {
+                    apply_test(&mut r, stats::student_t_from_summary(d, e), "student");
+                } else {
+                    apply_test(&mut r, stats::welch_t_from_summary(d, e), "welch");
+                }
+            }
+        }
+        r.effect_size = stats::hedges_g(d, e).and_then(finite);
+    }
+    r
+}
+
+fn human_cohort(layout: &Layout, humans: &[HumanObservation]) -> Cohort {
+    let groups = selections(layout)
+        .into_iter()
+        .map(|(level, select)| {
+            let members: Vec<&HumanObservation> = humans
+                .iter()
+                .filter(|h| select.contains(layout, h.factor))
+                .collect();
+            let categories = layout
+                .categories
+                .iter()
+                .enumerate()
+                .map(|(c, name)| {
+                    let (before, after): (Vec<f64>, Vec<f64>) = members
+                        .iter()
+                        .filter_map(|h| Some((*h.before.get(c)?, *h.after.get(c)?)))
+                        .unzip();
+                    human_category(name, &before, &after)
+                })
+                .collect();
+            let (emotion, factor) = group_names(layout, select);
+            Group {
+                level,
+                emotion,
+                factor,
+                categories,
+            }
+        })
+        .collect();
+    Cohort {
+        name: "humans".to_owned(),
+        kind: Kind::Humans,
+        observations: humans.len(),
+        failed_trials: 0,
+        groups,
+    }
+}
+
+/// Evoked values of one category for a group: per trial, or per situation mean.
+fn evoked_values(
+    layout: &Layout,
+    trials: &[(usize, i64, &[f64])],
+    select: Select,
+    c: usize,
+    unit: Unit,
+) -> Vec<f64> {
+    let members = trials
+        .iter()
+        .filter(|(f, _, _)| select.contains(layout, *f))
+        .filter_map(|(_, s, v)| Some((*s, *v.get(c)?)));
+    match unit {
+        Unit::Trial => members.map(|(_, v)| v).collect(),
+        Unit::Situation => {
+            let mut by: std::collections::BTreeMap<i64, (f64, usize)> = Default::default();
+            for (s, v) in members {
+                let e = by.entry(s).or_insert((0.0, 0));
+                e.0 += v;
+                e.1 += 1;
+            }
+            by.values().map(|(sum, n)| sum / *n as f64).collect()
+        }
+    }
+}
+
+fn model_cohort(layout: &Layout, model: &ModelInput, options: Options) -> Cohort {
+    let mut defaults: Vec<&[f64]> = Vec::new();
+    let mut evoked: Vec<(usize, i64, &[f64])> = Vec::new();
+    let mut failed = 0;
+    for t in &model.trials {
+        match (&t.scores, t.measure) {
+            (None, _) => failed += 1,
+            (Some(s), Measure::Default) => defaults.push(s),
+            (Some(s), Measure::Evoked { factor, situation }) => evoked.push((factor, situation, s)),
+        }
+    }
+    let groups = selections(layout)
+        .into_iter()
+        .map(|(level, select)| {
+            let categories = layout
+                .categories
+                .iter()
+                .enumerate()
+                .map(|(c, name)| {
+                    let d: Vec<f64> = defaults.iter().filter_map(|s| s.get(c).copied()).collect();
+                    let e = evoked_values(layout, &evoked, select, c, options.unit);
+                    model_category(name, &d, &e, options)
+                })
+                .collect();
+            let (emotion, factor) = group_names(layout, select);
+            Group {
+                level,
+                emotion,
+                factor,
+                categories,
+            }
+        })
+        .collect();
+    Cohort {
+        name: model.name.clone(),
+        kind: Kind::Model,
+        observations: defaults.len() + evoked.len(),
+        failed_trials: failed,
+        groups,
+    }
+}
+
+/// Adjusts the p of the factor rows together and re-decides significance everywhere.
+fn finish(cohort: &mut Cohort, options: Options) {
+    if let Some(correction) = options.correction {
+        let mut cells: Vec<&mut CategoryResult> = cohort
+            .groups
+            .iter_mut()
+            .filter(|g| g.level == Level::Factor)
+            .flat_map(|g| g.categories.iter_mut())
+            .filter(|c| c.p.is_some())
+            .collect();
+        let p: Vec<f64> = cells.iter().map(|c| c.p.unwrap_or(1.0)).collect();
+        let adjusted = match correction {
+            Correction::Bh => stats::bh_adjust(&p),
+            Correction::Holm => stats::holm_adjust(&p),
+        };
+        for (cell, a) in cells.iter_mut().zip(adjusted) {
+            cell.p_adjusted = finite(a);
+        }
+    }
+    for c in cohort
+        .groups
+        .iter_mut()
+        .flat_map(|g| g.categories.iter_mut())
+    {
+        decide(c, options.alpha);
+    }
+}
+
+fn mean(x: &[f64]) -> Option<f64> {
+    (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
+}
+
+fn overall(cohort: &Cohort) -> Option<&Group> {
+    cohort.groups.iter().find(|g| g.level == Level::Overall)
+}
+
+/// The alignment of a model cohort with the humans' cohort (same layout, same group order).
+pub fn align(humans: &Cohort, model: &Cohort) -> Alignment {
+    let ncat = overall(humans).map_or(0, |g| g.categories.len());
+    let pairs: Vec<(&Group, &Group)> = humans
+        .groups
+        .iter()
+        .zip(&model.groups)
+        .filter(|(h, _)| h.level == Level::Factor)
+        .collect();
+    let mut categories = Vec::with_capacity(ncat);
+    let (mut compared, mut agreeing) = (0, 0);
+    let mut all_abs = Vec::new();
+    for c in 0..ncat {
+        let cells: Vec<(&CategoryResult, &CategoryResult)> = pairs
+            .iter()
+            .filter_map(|(h, m)| Some((h.categories.get(c)?, m.categories.get(c)?)))
+            .filter(|(h, m)| h.delta.is_some() && m.delta.is_some())
+            .collect();
+        let agree = cells
+            .iter()
+            .filter(|(h, m)| h.direction == m.direction)
+            .count();
+        compared += cells.len();
+        agreeing += agree;
+        let hd: Vec<f64> = cells.iter().filter_map(|(h, _)| h.delta).collect();
+        let md: Vec<f64> = cells.iter().filter_map(|(_, m)| m.delta).collect();
+        let abs: Vec<f64> = cells
+            .iter()
+            .filter_map(|(h, m)| Some((m.evoked_mean? - h.evoked_mean?).abs()))
+            .collect();
+        all_abs.extend_from_slice(&abs);
+        let gap = overall(model)
+            .and_then(|g| g.categories.get(c)?.default_mean)
+            .zip(overall(humans).and_then(|g| g.categories.get(c)?.default_mean))
+            .and_then(|(m, h)| finite(m - h));
+        categories.push(CategoryAlignment {
+            name: overall(humans)
+                .and_then(|g| g.categories.get(c))
+                .map(|x| x.name.clone())
+                .unwrap_or_default(),
+            direction_agreement: (!cells.is_empty()).then(|| agree as f64 / cells.len() as f64),
+            delta_correlation: stats::pearson(&hd, &md),
+            evoked_mae: mean(&abs),
+            default_gap: gap,
+        });
+    }
+    let rs: Vec<f64> = categories
+        .iter()
+        .filter_map(|c| c.delta_correlation)
+        .collect();
+    let gaps: Vec<f64> = categories
+        .iter()
+        .filter_map(|c| c.default_gap.map(f64::abs))
+        .collect();
+    let mut a = Alignment {
+        model: model.name.clone(),
+        direction_agreement: (compared > 0).then(|| agreeing as f64 / compared as f64),
+        cells_compared: compared,
+        cells_agreeing: agreeing,
+        delta_correlation: if rs.len() == categories.len() {
+            mean(&rs)
+        } else {
+            None
+        },
+        evoked_mae: mean(&all_abs),
+        default_gap: mean(&gaps),
+        categories,
+        summary: String::new(),
+    };
+    a.summary = summary_line(&a);
+    a
+}
+
+fn summary_line(a: &Alignment) -> String {
+    if a.cells_compared == 0 {
+        return format!(
+            "{}: no factor with data from both the model and the humans.",
+            a.model
+        );
+    }
+    let per_cat = a
+        .categories
+        .iter()
+        .map(|c| match c.delta_correlation {
+            Some(r) => format!("{} r = {r:.2}", c.name),
+            None => format!("{} r undefined", c.name),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "{}: same direction as the humans in {} of {} factor cells ({:.0} %); \
+         correlation of Δ with the humans' Δ across factors: {}; \
+         evoked means {} points from the humans' on average; default level {} points away.",
+        a.model,
+        a.cells_agreeing,
+        a.cells_compared,
+        100.0 * a.cells_agreeing as f64 / a.cells_compared as f64,
+        per_cat,
+        a.evoked_mae.map_or("n/a".to_owned(), |x| format!("{x:.1}")),
+        a.default_gap
+            .map_or("n/a".to_owned(), |x| format!("{x:.1}")),
+    )
+}
+
+/// The inputs of a report besides the options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inputs {
+    pub study: String,
+    pub instrument: String,
+    pub layout: Layout,
+    /// `None` or empty: no human cohort.
+    pub humans: Vec<HumanObservation>,
+    pub models: Vec<ModelInput>,
+}
+
+/// Computes the report.
+pub fn build(inputs: &Inputs, options: Options) -> Report {
+    let mut cohorts = Vec::with_capacity(inputs.models.len() + 1);
+    if !inputs.humans.is_empty() {
+        cohorts.push(human_cohort(&inputs.layout, &inputs.humans));
+    }
+    for m in &inputs.models {
+        cohorts.push(model_cohort(&inputs.layout, m, options));
+    }
+    for c in &mut cohorts {
+        finish(c, options);
+    }
+    let alignment = match cohorts.iter().find(|c| c.kind == Kind::Humans) {
+        Some(h) => cohorts
+            .iter()
+            .filter(|c| c.kind == Kind::Model)
+            .map(|m| align(h, m))
+            .collect(),
+        None => Vec::new(),
+    };
+    Report {
+        study: inputs.study.clone(),
+        instrument: inputs.instrument.clone(),
+        alpha: options.alpha,
+        mode: options.mode,
+        unit: options.unit,
+        correction: options.correction,
+        cohorts,
+        alignment,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// Reference values below were computed with SciPy 1.x
+    /// (`ttest_ind_from_stats`, `ttest_rel`, `f.cdf`) as the upstream code calls them.
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+    }
+
+    fn layout() -> Layout {
+        Layout {
+            categories: vec!["Positive Affect".into(), "Negative Affect".into()],
+            emotions: vec!["Anger".into(), "Fear".into()],
+            factors: vec![
+                Factor {
+                    emotion: 0,
+                    index: 0,
+                    name: "A0".into(),
+                },
+                Factor {
+                    emotion: 0,
+                    index: 1,
+                    name: "A1".into(),
+                },
+                Factor {
+                    emotion: 1,
+                    index: 0,
+                    name: "F0".into(),
+                },
+            ],
+        }
+    }
+
+    fn paper() -> Options {
+        Options {
+            mode: Mode::Paper,
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn paper_mode_uses_student_when_the_f_test_keeps_equal_variances() {
+        // F-test p = 0.7133 > α → Student; scipy: t = 1.9756583111267099, p = 0.08360856130475644.
+        let r = model_category(
+            "PA",
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            &[3.0, 4.0, 5.0, 6.0, 8.0],
+            paper(),
+        );
+        assert_eq!(r.test, "student");
+        assert!(close(r.t.unwrap(), 1.9756583111267099));
+        assert!(close(r.p.unwrap(), 0.08360856130475644));
+        assert_eq!(r.df, Some(8.0));
+        // Hedges' g without ε.
+        assert!(close(r.effect_size.unwrap(), 1.1285951286973932));
+        // Default mode: Welch, scipy ttest_ind(equal_var=False).
+        let w = model_category(
+            "PA",
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            &[3.0, 4.0, 5.0, 6.0, 8.0],
+            Options::default(),
+        );
+        assert_eq!(w.test, "welch");
+        assert!(close(w.t.unwrap(), 1.9756583222945239));
+        assert!(close(w.p.unwrap(), 0.08495606629724337));
+        assert!(close(w.df.unwrap(), 7.711133400200603));
+    }
+
+    #[test]
+    fn paper_mode_uses_welch_when_the_f_test_rejects_equal_variances() {
+        let d: Vec<f64> = [20.0, 21.0].repeat(10);
+        let e: Vec<f64> = (0..20).map(|i| 10.0 + 2.0 * f64::from(i)).collect();
+        let r = model_category("PA", &d, &e, paper());
+        assert_eq!(r.test, "welch");
+        assert!(close(r.t.unwrap(), 3.209682814817394));
+        assert!(close(r.p.unwrap(), 0.004596651382614433));
+    }
+
+    #[test]
+    fn paper_epsilon_makes_a_zero_variance_default_testable_and_default_mode_stays_finite() {
+        let d = [10.0; 4];
+        let e = [12.0, 13.0, 11.0, 14.0, 12.0];
+        // scipy with sd + 1e-8: t = 4.706787202035164, p = 0.00926169704273526, df = 4.
+        let r = model_category("NA", &d, &e, paper());
+        assert_eq!(r.test, "welch");
+        assert!(close(r.t.unwrap(), 4.706787202035164));
+        assert!(close(r.p.unwrap(), 0.00926169704273526));
+        assert!(close(r.df.unwrap(), 4.0));
+        assert_eq!(r.default_sd, Some(0.0));
+        // Both without variance, different means: upstream calls any change significant …
+        let both = model_category("NA", &d, &[12.0; 5], paper());
+        assert!(both.t.unwrap().is_finite() && both.p.unwrap() < 1e-9);
+        // … the default mode has no test: null, not significant, no NaN.
+        let mut none = model_category("NA", &d, &[12.0; 5], Options::default());
+        decide(&mut none, 0.01);
+        assert_eq!((none.t, none.df, none.p), (None, None, None));
+        assert_eq!(none.effect_size, None);
+        assert_eq!((none.significant, none.direction), (false, Direction::None));
+        assert_eq!(none.delta, Some(2.0));
+        assert_eq!(none.cell(), "− (+2.0)");
+        // Nothing at all, or a single value: no test, null numbers.
+        let empty = model_category("NA", &d, &[], paper());
+        assert_eq!(
+            (empty.evoked_mean, empty.delta, empty.t),
+            (None, None, None)
+        );
+        let single = model_category("NA", &d, &[3.0], paper());
+        assert_eq!((single.evoked_sd, single.t), (None, None));
+        assert_eq!(empty.cell(), "n/a");
+    }
+
+    #[test]
+    fn humans_get_the_paired_test_and_d_z() {
+        // scipy ttest_rel: t = 4.3817804600413295, p = 0.022006046490798327, df = 3.
+        let r = human_category("NA", &[10.0, 12.0, 14.0, 16.0], &[15.0, 14.0, 20.0, 19.0]);
+        assert_eq!(r.test, "paired");
+        assert!(close(r.t.unwrap(), 4.3817804600413295));
+        assert!(close(r.p.unwrap(), 0.022006046490798327));
+        assert_eq!(r.df, Some(3.0));
+        assert!(close(r.effect_size.unwrap(), 2.1908902300206643));
+        // n = 2 works; identical differences have no test.
+        let two = human_category("NA", &[1.0, 2.0], &[2.0, 4.0]);
+        assert_eq!(two.df, Some(1.0));
+        let same = human_category("NA", &[1.0, 2.0], &[2.0, 3.0]);
+        assert_eq!((same.t, same.p), (None, None));
+    }
+
+    fn trial(factor: Option<usize>, situation: i64, pa: f64, na: f64) -> Trial {
+        Trial {
+            measure: match factor {
+                None => Measure::Default,
+                Some(factor) => Measure::Evoked { factor, situation },
+            },
+            scores: Some(vec![pa, na]),
+        }
+    }
+
+    fn inputs() -> Inputs {
+        let mut trials = vec![
+            trial(None, 0, 30.0, 10.0),
+            trial(None, 0, 32.0, 11.0),
+            trial(None, 0, 31.0, 10.0),
+            Trial {
+                measure: Measure::Default,
+                scores: None,
+            },
+        ];
+        for (f, s) in [(0, 1), (0, 2), (1, 3), (2, 4)] {
+            for r in 0..3 {
+                trials.push(trial(Some(f), s, 20.0 + f64::from(r), 25.0 - s as f64));
+            }
+        }
+        let humans = (0..12)
+            .map(|i| HumanObservation {
+                factor: i % 3,
+                before: vec![28.0 + (i % 4) as f64, 13.0 + (i % 3) as f64],
+                after: vec![22.0 + (i % 5) as f64, 24.0 - (i % 2) as f64],
+            })
+            .collect();
+        Inputs {
+            study: "s".into(),
+            instrument: "PANAS".into(),
+            layout: layout(),
+            humans,
+            models: vec![ModelInput {
+                name: "m".into(),
+                trials,
+            }],
+        }
+    }
+
+    #[test]
+    fn groups_pool_trials_count_failures_and_align_with_the_humans() {
+        let r = build(&inputs(), paper());
+        assert_eq!(r.cohorts.len(), 2);
+        let m = &r.cohorts[1];
+        assert_eq!((m.observations, m.failed_trials), (15, 1));
+        // overall, 2 emotions, 3 factors.
+        let levels: Vec<Level> = m.groups.iter().map(|g| g.level).collect();
+        assert_eq!(
+            levels,
+            [
+                Level::Overall,
+                Level::Emotion,
+                Level::Emotion,
+                Level::Factor,
+                Level::Factor,
+                Level::Factor
+            ]
+        );
+        // Anger pools its two factors' trials (9), weighted by trials.
+        assert_eq!(m.groups[1].categories[0].n_evoked, 9);
+        assert_eq!(m.groups[1].emotion.as_deref(), Some("Anger"));
+        assert_eq!(m.groups[3].factor.as_deref(), Some("A0"));
+        assert_eq!(m.groups[0].categories[0].n_default, 3);
+        // Unit situation: the evoked sample is the situations' means.
+        let s = build(
+            &inputs(),
+            Options {
+                unit: Unit::Situation,
+                ..Options::default()
+            },
+        );
+        assert_eq!(s.cohorts[1].groups[0].categories[0].n_evoked, 4);
+        assert_eq!(s.cohorts[1].groups[0].categories[0].evoked_mean, Some(21.0));
+        let a = &r.alignment[0];
+        assert_eq!(a.cells_compared, 6);
+        assert!(a.summary.starts_with("m: same direction as the humans in"));
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("NaN") && !json.contains("inf"));
+    }
+
+    #[test]
+    fn a_correction_adjusts_the_factor_table_only() {
+        let o = Options {
+            correction: Some(Correction::Holm),
+            ..paper()
+        };
+        let r = build(&inputs(), o);
+        for c in &r.cohorts {
+            for g in &c.groups {
+                for x in &g.categories {
+                    assert_eq!(
+                        x.p_adjusted.is_some(),
+                        g.level == Level::Factor && x.p.is_some()
+                    );
+                    if let (Some(p), Some(a)) = (x.p, x.p_adjusted) {
+                        assert!(a >= p);
+                        assert_eq!(x.significant, a <= o.alpha);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cells_print_like_the_paper() {
+        assert_eq!(signed(0.2), "+0.2");
+        assert_eq!(signed(-0.94), "-0.9");
+        assert_eq!(signed(-0.04), "0.0");
+        let mut r = human_category("NA", &[10.0, 12.0, 14.0, 16.0], &[15.0, 14.0, 20.0, 19.0]);
+        decide(&mut r, 0.05);
+        assert_eq!(r.cell(), "↑ (+4.0)");
+        decide(&mut r, 0.01);
+        assert_eq!(r.cell(), "− (+4.0)");
+    }
+}

@@ -1,0 +1,335 @@
+//! `emotionbench report` and the admin report page with the published data: the humans'
+//! column and the paper's Table 2 for GPT-4 and GPT-3.5-Turbo, in every format.
+
+use std::process::Command;
+
+use emotionbench::store::users;
+use serde_json::Value;
+
+use crate::admin::signed_in;
+use crate::exports::pandas_python;
+use crate::helpers::{TestDb, cli, ok, spawn_app, upstream};
+use crate::humans::{human_csv, import_tested_175};
+use crate::model_results::results_file;
+use crate::on_both_backends;
+
+/// The human cohort and the released gpt-4 and gpt-3.5-turbo answers in study `crowd`.
+fn import_published(db: &TestDb) {
+    import_tested_175(db);
+    ok(cli(
+        &db.url,
+        &["import", "humans", &human_csv(), "--study", "crowd"],
+    ));
+    for model in ["gpt-4", "gpt-3.5-turbo"] {
+        ok(cli(
+            &db.url,
+            &[
+                "import",
+                "model-results",
+                &results_file(model),
+                "--study",
+                "crowd",
+                "--model",
+                model,
+            ],
+        ));
+    }
+}
+
+fn report(db: &TestDb, args: &[&str]) -> String {
+    let mut all = vec!["report", "--study", "crowd"];
+    all.extend_from_slice(args);
+    ok(cli(&db.url, &all))
+}
+
+fn json(db: &TestDb, args: &[&str]) -> Value {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&report(db, &all)).unwrap()
+}
+
+fn cohort<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["cohorts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no cohort {name}"))
+}
+
+/// The [PA, NA] cells of a group: `level` overall or an emotion name.
+fn cells<'a>(cohort: &'a Value, group: &str) -> Vec<&'a Value> {
+    let g = cohort["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| match group {
+            "overall" => g["level"] == "overall",
+            e => g["level"] == "emotion" && g["emotion"] == e,
+        })
+        .unwrap_or_else(|| panic!("no group {group}"));
+    g["categories"].as_array().unwrap().iter().collect()
+}
+
+fn one(x: &Value) -> f64 {
+    (x.as_f64().unwrap() * 10.0).round() / 10.0
+}
+
+/// `(default mean, default sd)` rounded to one decimal.
+fn default_of(c: &Value) -> (f64, f64) {
+    (one(&c["default_mean"]), one(&c["default_sd"]))
+}
+
+/// `(direction, Δ)` with Δ rounded to one decimal.
+fn change(c: &Value) -> (&str, f64) {
+    (c["direction"].as_str().unwrap(), one(&c["delta"]))
+}
+
+fn is_num_or_null(v: &Value) -> bool {
+    v.is_null() || v.as_f64().is_some_and(f64::is_finite)
+}
+
+/// Every key of the issue's JSON shape with its type; numbers finite or null.
+fn assert_shape(r: &Value) {
+    assert!(r["study"].is_string());
+    assert!(r["instrument"].is_string());
+    assert!(r["alpha"].is_f64());
+    assert!(["paper", "default"].contains(&r["mode"].as_str().unwrap()));
+    assert!(["trial", "situation"].contains(&r["unit"].as_str().unwrap()));
+    for c in r["cohorts"].as_array().unwrap() {
+        assert!(c["name"].is_string());
+        assert!(["humans", "model"].contains(&c["kind"].as_str().unwrap()));
+        assert!(c["failed_trials"].is_u64());
+        let groups = c["groups"].as_array().unwrap();
+        assert!(!groups.is_empty());
+        for g in groups {
+            let level = g["level"].as_str().unwrap();
+            assert!(["overall", "emotion", "factor"].contains(&level));
+            assert_eq!(g["emotion"].is_null(), level == "overall", "{g}");
+            assert_eq!(g["factor"].is_null(), level != "factor", "{g}");
+            for x in g["categories"].as_array().unwrap() {
+                assert!(x["name"].is_string());
+                assert!(x["n_default"].is_u64() && x["n_evoked"].is_u64());
+                for k in [
+                    "default_mean",
+                    "default_sd",
+                    "evoked_mean",
+                    "evoked_sd",
+                    "delta",
+                    "t",
+                    "df",
+                    "p",
+                    "effect_size",
+                ] {
+                    assert!(is_num_or_null(&x[k]), "{k} in {x}");
+                }
+                assert!(x["significant"].is_boolean());
+                let d = x["direction"].as_str().unwrap();
+                assert!(["up", "down", "none"].contains(&d));
+                assert_eq!(x["significant"].as_bool().unwrap(), d != "none", "{x}");
+            }
+        }
+    }
+    for a in r["alignment"].as_array().unwrap() {
+        assert!(a["model"].is_string());
+        for k in [
+            "direction_agreement",
+            "delta_correlation",
+            "evoked_mae",
+            "default_gap",
+        ] {
+            assert!(is_num_or_null(&a[k]), "{k} in {a}");
+        }
+    }
+}
+
+fn the_published_data_reproduces_the_humans_and_table_2_of_the_paper(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    import_published(&db);
+    let r = json(&db, &["--mode", "paper"]);
+    assert_shape(&r);
+    assert_eq!(r["alpha"], 0.01);
+    assert_eq!(r["mode"], "paper");
+    assert_eq!(r["instrument"], "PANAS");
+    // Humans: paired after vs before, α = 0.01.
+    let h = cohort(&r, "humans");
+    assert_eq!(h["kind"], "humans");
+    let o = cells(h, "overall");
+    assert_eq!(
+        (default_of(o[0]), default_of(o[1])),
+        ((28.0, 8.9), (13.6, 5.5))
+    );
+    assert_eq!((change(o[0]), change(o[1])), (("down", -5.1), ("up", 10.4)));
+    assert_eq!(o[0]["test"], "paired");
+    assert_eq!(o[0]["df"], 1265.0);
+    for (emotion, pa, na) in [
+        ("Anger", -5.3, 9.9),
+        ("Depression", -6.8, 10.1),
+        ("Jealousy", -4.4, 6.2),
+    ] {
+        let c = cells(h, emotion);
+        assert_eq!(
+            (change(c[0]), change(c[1])),
+            (("down", pa), ("up", na)),
+            "{emotion}"
+        );
+    }
+    // GPT-4 (Table 2).
+    let g4 = cohort(&r, "gpt-4");
+    let o = cells(g4, "overall");
+    assert_eq!(
+        (default_of(o[0]), default_of(o[1])),
+        ((49.8, 0.8), (10.0, 0.0))
+    );
+    assert_eq!(
+        (change(o[0]), change(o[1])),
+        (("down", -27.6), ("up", 22.2))
+    );
+    assert_eq!(
+        (o[0]["n_default"].as_u64(), o[0]["n_evoked"].as_u64()),
+        (Some(50), Some(1750))
+    );
+    // GPT-3.5-Turbo (Table 2).
+    let g3 = cohort(&r, "gpt-3.5-turbo");
+    let o = cells(g3, "overall");
+    assert_eq!(
+        (default_of(o[0]), default_of(o[1])),
+        ((39.2, 2.3), (26.3, 2.0))
+    );
+    assert_eq!(
+        (change(o[0]), change(o[1])),
+        (("down", -15.4), ("none", 0.2))
+    );
+    assert_eq!(change(cells(g3, "Anxiety")[1]), ("none", -0.9));
+    // Alignment: one entry per model, with a summary line.
+    let a = r["alignment"].as_array().unwrap();
+    assert_eq!(a.len(), 2);
+    assert!(
+        a.iter()
+            .all(|x| x["summary"].as_str().unwrap().contains("factor cells"))
+    );
+    // The default mode (Welch, no ε) and the situation unit give a report of the same shape.
+    let d = json(&db, &["--unit", "situation", "--correction", "bh"]);
+    assert_shape(&d);
+    assert_eq!(d["mode"], "default");
+    let o = cells(cohort(&d, "gpt-4"), "overall");
+    assert_eq!(o[0]["n_evoked"].as_u64(), Some(175));
+    assert_eq!(o[0]["test"], "welch");
+    // A model that is not in the study is refused with its name.
+    let out = cli(
+        &db.url,
+        &[
+            "report", "--study", "crowd", "--models", "gpt-5", "--format", "json",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gpt-5"));
+}
+
+fn the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_page(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    import_published(&db);
+    // Markdown: the Table-2 layout.
+    let md = report(&db, &["--mode", "paper", "--models", "gpt-4,gpt-3.5-turbo"]);
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(
+        rows[0],
+        "| Emotions | humans P | humans N | gpt-4 P | gpt-4 N | gpt-3.5-turbo P | gpt-3.5-turbo N |"
+    );
+    assert!(rows[1].starts_with("| :---: |"));
+    let labels: Vec<&str> = rows[2..]
+        .iter()
+        .map(|r| r.split('|').nth(1).unwrap().trim())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "Default",
+            "Anger",
+            "Anxiety",
+            "Depression",
+            "Frustration",
+            "Jealousy",
+            "Guilt",
+            "Fear",
+            "Embarrassment",
+            "Overall"
+        ]
+    );
+    assert_eq!(
+        rows[2],
+        "| Default | 28.0 ± 8.9 | 13.6 ± 5.5 | 49.8 ± 0.8 | 10.0 ± 0.0 | 39.2 ± 2.3 | 26.3 ± 2.0 |"
+    );
+    assert_eq!(
+        rows[11],
+        "| Overall | ↓ (-5.1) | ↑ (+10.4) | ↓ (-27.6) | ↑ (+22.2) | ↓ (-15.4) | − (+0.2) |"
+    );
+    // CSV: pandas reads it, one row per cohort × group × category.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("report.csv");
+    report(&db, &["--format", "csv", "-o", csv.to_str().unwrap()]);
+    if let Some(python) = pandas_python() {
+        let out = Command::new(&python)
+            .arg("-c")
+            .arg(
+                "import sys, pandas as pd\nd = pd.read_csv(sys.argv[1])\n\
+                 o = d[(d.cohort == 'humans') & (d.level == 'overall')]\n\
+                 print(d.shape[0], d.shape[1], round(float(o.delta.iloc[0]), 1), o.p.dtype)",
+            )
+            .arg(&csv)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // 3 cohorts × (1 + 8 + 36 groups) × 2 categories; 27 columns; p parsed as numbers.
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "270 27 -5.1 float64"
+        );
+    }
+    // HTML: a self-contained page with SVG charts.
+    let html_file = dir.path().join("report.html");
+    report(
+        &db,
+        &["--format", "html", "-o", html_file.to_str().unwrap()],
+    );
+    let html = std::fs::read_to_string(&html_file).unwrap();
+    assert_eq!(
+        html.matches("<svg").count(),
+        3,
+        "two bar charts and a scatter"
+    );
+    assert!(html.contains("<style>") && !html.contains("href=\"/assets"));
+    assert!(html.contains("Δ Positive Affect per emotion"));
+    // The admin page for a researcher: same table, inline SVG without style attributes.
+    let app = spawn_app(db);
+    let researcher = signed_in(&app, users::Role::Researcher);
+    let page =
+        researcher.get("/admin/studies/crowd/report?mode=paper&alpha=0.01&unit=trial&models=all");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("<svg"));
+    assert!(
+        !page.body.contains(" style=\""),
+        "the CSP forbids inline styles"
+    );
+    assert!(page.body.contains("↑ (+22.2)"));
+    assert!(page.body.contains("39.2 ± 2.3"));
+    let monitor = researcher.get("/admin/studies/crowd");
+    assert!(monitor.body.contains("/admin/studies/crowd/report"));
+    let bad = researcher.get("/admin/studies/crowd/report?alpha=2");
+    assert_eq!(bad.status, 400);
+    let none = researcher.get("/admin/studies/nope/report");
+    assert_eq!(none.status, 404);
+}
+
+on_both_backends!(
+    the_published_data_reproduces_the_humans_and_table_2_of_the_paper,
+    the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_page,
+);
