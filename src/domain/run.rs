@@ -241,12 +241,12 @@ mod tests {
             "Anger-0_scenario-1",
             "Anger",
             0,
-            "Facing Self-Opinioned People",
+            "Queue Jumpers",
         );
         assert!(Selection::Emotions(vec!["anger".into()]).matches(&s));
         assert!(!Selection::Emotions(vec!["Fear".into()]).matches(&s));
         assert!(Selection::Factors(vec!["Anger-0".into()]).matches(&s));
-        assert!(Selection::Factors(vec!["facing self-opinioned people".into()]).matches(&s));
+        assert!(Selection::Factors(vec!["queue jumpers".into()]).matches(&s));
         assert!(!Selection::Factors(vec!["Anger-1".into()]).matches(&s));
         assert!(Selection::Keys(vec!["Anger-0_scenario-1".into()]).matches(&s));
     }
