@@ -346,6 +346,10 @@ enum ImportCommand {
         /// The model's name in reports, e.g. gpt-4.
         #[arg(long, value_name = "NAME")]
         model: String,
+        /// The instrument the answers are on (a key from `instruments list`, e.g. BDI for
+        /// `gpt-3.5-turbo-BDI-testing.csv`). Default: the study's instrument.
+        #[arg(long, value_name = "KEY")]
+        instrument: Option<String>,
     },
 }
 
@@ -499,15 +503,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Import(ImportCommand::ModelResults { file, study, model }) => {
+        Command::Import(ImportCommand::ModelResults {
+            file,
+            study,
+            model,
+            instrument,
+        }) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
-            let r = ops::import_model_results(&mut conn, &file, &study, &model)?;
+            let r =
+                ops::import_model_results(&mut conn, &file, &study, &model, instrument.as_deref())?;
             println!(
-                "imported {} as run {} of model {} in study {study}{}",
+                "imported {} as run {} of model {} on {} in study {study}{}",
                 file.display(),
                 r.run_id,
                 r.model,
+                r.instrument,
                 if r.replaced > 0 {
                     " (replacing the earlier import)"
                 } else {

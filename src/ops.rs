@@ -516,7 +516,9 @@ pub fn generate_study(
 pub struct ModelResultsImport {
     pub run_id: i64,
     pub model: String,
-    /// Earlier imports of the same model into the study, replaced by this one.
+    /// The instrument the answers were read against.
+    pub instrument: String,
+    /// Earlier imports of the same model and instrument into the study, replaced by this one.
     pub replaced: usize,
     pub default_done: usize,
     pub default_failed: usize,
@@ -524,15 +526,17 @@ pub struct ModelResultsImport {
     pub evoked_failed: usize,
 }
 
-/// Imports an upstream `<model>-PANAS-testing.csv` as a completed run with source `import`:
+/// Imports an upstream `<model>-<SCALE>-testing.csv` (PANAS or one of the eight challenging
+/// scales, read against `instrument` or the study's own) as a completed run with source `import`:
 /// one trial per column, `done` with its scores or `failed` (error class `parse`) when the
-/// column is empty or not numbers. Re-importing the same model into the same study replaces
-/// the earlier import (so it is idempotent). Every evoked situation must be in the study's set.
+/// column is empty, not numbers or out of range. Re-importing the same model and instrument into
+/// the same study replaces the earlier import (so it is idempotent). Every evoked situation must be in the study's set.
 pub fn import_model_results(
     conn: &mut DbConnection,
     path: &Path,
     study: &str,
     model: &str,
+    instrument: Option<&str>,
 ) -> Result<ModelResultsImport, OpsError> {
     use crate::domain::model_results::{Measure, parse_results_csv};
     use crate::store::model_runs;
@@ -548,7 +552,20 @@ pub fn import_model_results(
     conn.transaction(|conn| {
         let study_row = studies::load(conn, study)?
             .ok_or_else(|| StoreError::Conflict(format!("there is no study {study:?}")))?;
-        let instrument = instruments::get(conn, store::InstrumentId(study_row.instrument_id))?;
+        // The answers' instrument: --instrument, else the study's own. A run records its
+        // instrument, so a PANAS study can hold imported runs on the eight other scales.
+        let (instrument_id, instrument) = match instrument {
+            Some(key) => instruments::load(conn, key)?.ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "there is no instrument {key:?} (import questionnaires.json with \
+                     `emotionbench import instruments` first)"
+                ))
+            })?,
+            None => {
+                let id = store::InstrumentId(study_row.instrument_id);
+                (id, instruments::get(conn, id)?)
+            }
+        };
         let trials = parse_results_csv(&text, &instrument)
             .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
         let keys: std::collections::HashMap<String, i64> = match study_row.situation_set_id {
@@ -564,6 +581,7 @@ pub fn import_model_results(
         let mut result = ModelResultsImport {
             run_id: 0,
             model: model.to_owned(),
+            instrument: instrument.key.clone(),
             replaced: 0,
             default_done: 0,
             default_failed: 0,
@@ -610,7 +628,7 @@ pub fn import_model_results(
                 },
             });
         }
-        let old = model_runs::imported_runs(conn, study_row.id, model)?;
+        let old = model_runs::imported_runs(conn, study_row.id, model, instrument_id.0)?;
         model_runs::delete_runs(conn, &old)?;
         result.replaced = old.len();
         result.run_id = model_runs::insert_imported(
@@ -618,7 +636,7 @@ pub fn import_model_results(
             &model_runs::NewImportedRun {
                 study_id: study_row.id,
                 model,
-                instrument_id: study_row.instrument_id,
+                instrument_id: instrument_id.0,
                 situation_set_id: study_row.situation_set_id,
                 selection: serde_json::json!({"imported_from": file_name}).to_string(),
                 repeats,
@@ -631,7 +649,12 @@ pub fn import_model_results(
             &audit::Actor::Cli,
             "import.model-results",
             Some(study),
-            Some(&serde_json::json!({"file": file_name, "model": model, "run": result.run_id})),
+            Some(&serde_json::json!({
+                "file": file_name,
+                "model": model,
+                "instrument": instrument.key,
+                "run": result.run_id,
+            })),
         )?;
         Ok::<_, StoreError>(result)
     })
