@@ -93,9 +93,16 @@ pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
         setup::create_run(&mut conn, &settings, &request)?
     };
     println!(
-        "run {} created: {} trials, seed {}",
-        created.run, created.trials, created.seed
+        "run {} created: {} trials, seed {}, instrument {}",
+        created.run, created.trials, created.seed, created.instrument
     );
+    if let Some(emotion) = created.scale_emotion {
+        println!(
+            "{} is the {emotion} scale: the run takes the {emotion} situations of the set \
+             (name others with --situations emotion:…)",
+            created.instrument
+        );
+    }
     if args.detach {
         return Ok(());
     }

@@ -63,10 +63,16 @@ fn set_named(conn: &mut DbConnection, name: &str) -> Result<SituationSetId, Setu
 }
 
 /// The set and situations a selection picks for a study.
+///
+/// With an emotion-specific scale (AGQ for Anger, BDI for Depression, …; see
+/// `instrument::SCALE_EMOTIONS`), a whole-set selection (`all`, `tested`, `set:NAME`) takes only
+/// that emotion's situations of the set, as the paper's section 4.3 does; `emotion:`, `factor:`
+/// and `keys:` are taken as given (e.g. to give AGQ Fear situations as a control).
 fn select(
     conn: &mut DbConnection,
     study: &Study,
     selection: &Selection,
+    instrument: &Instrument,
 ) -> Result<(Option<SituationSetId>, Vec<StoredSituation>), SetupError> {
     let set = match selection {
         Selection::Tested => Some(set_named(conn, TESTED_SET)?),
@@ -76,9 +82,15 @@ fn select(
     let Some(set) = set else {
         return Ok((None, Vec::new()));
     };
+    let whole_set = matches!(
+        selection,
+        Selection::All | Selection::Tested | Selection::Set(_)
+    );
+    let emotion = instrument.target_emotion().filter(|_| whole_set);
     let chosen: Vec<StoredSituation> = situations::list(conn, set)?
         .into_iter()
         .filter(|s| selection.matches(&s.situation))
+        .filter(|s| emotion.is_none_or(|e| s.situation.emotion.eq_ignore_ascii_case(e)))
         .collect();
     if let Selection::Keys(keys) = selection {
         for k in keys {
@@ -105,11 +117,14 @@ pub struct RunRequest {
 }
 
 /// A created run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Created {
     pub run: RunId,
     pub trials: usize,
     pub seed: u64,
+    pub instrument: String,
+    /// The emotion whose situations an emotion-specific scale took by default.
+    pub scale_emotion: Option<&'static str>,
 }
 
 /// Creates a run with all its trials (one transaction) and records the provider's config.
@@ -126,13 +141,17 @@ pub fn create_run(
     let study = study(conn, &req.study)?;
     let instrument = instruments::get(conn, InstrumentId(study.instrument_id))?;
     let (set, chosen) = if req.repeats > 0 {
-        select(conn, &study, &req.selection)?
+        select(conn, &study, &req.selection, &instrument)?
     } else {
         (study.situation_set_id.map(SituationSetId), Vec::new())
     };
     if req.repeats > 0 && chosen.is_empty() {
+        let scale = match instrument.target_emotion() {
+            Some(e) => format!(" ({} takes {e} situations)", instrument.key),
+            None => String::new(),
+        };
         return Err(invalid(format!(
-            "no situations match {} in study {}",
+            "no situations match {} in study {}{scale}",
             req.selection, req.study
         )));
     }
@@ -179,10 +198,18 @@ pub fn create_run(
     };
     runs::upsert_provider(conn, provider)?;
     let run = runs::create(conn, &new, &trials)?;
+    let whole_set = matches!(
+        req.selection,
+        Selection::All | Selection::Tested | Selection::Set(_)
+    );
     Ok(Created {
         run,
         trials: trials.len(),
         seed,
+        scale_emotion: instrument
+            .target_emotion()
+            .filter(|_| whole_set && req.repeats > 0),
+        instrument: instrument.key,
     })
 }
 
@@ -215,9 +242,13 @@ pub fn prompt_messages(
                 .situation_set_id
                 .ok_or_else(|| invalid(format!("study {} has no situations", req.study)))?;
             let list = situations::list(conn, SituationSetId(set))?;
+            let emotion = instrument.target_emotion();
             let found = match &req.situation {
                 Some(k) => list.into_iter().find(|s| &s.situation.key == k),
-                None => list.into_iter().next(),
+                // An emotion-specific scale's first situation of its own emotion.
+                None => list
+                    .into_iter()
+                    .find(|s| emotion.is_none_or(|e| s.situation.emotion.eq_ignore_ascii_case(e))),
             }
             .ok_or_else(|| {
                 invalid(format!(
