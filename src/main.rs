@@ -51,8 +51,22 @@ enum Command {
     /// Data retention.
     #[command(subcommand)]
     Retention(RetentionCommand),
-    /// Export a study as CSV (UTF-8, RFC 4180, ISO 8601 UTC), streamed in bounded memory.
+    /// Export a study as CSV (UTF-8, RFC 4180, ISO 8601 UTC), streamed in bounded memory, or
+    /// fine-tuning JSONL from its split.
     Export(ExportArgs),
+    /// Split the completed participants of a study into train and test for fine-tuning:
+    /// stratified by situation, seeded, recorded in the database (replacing an earlier split).
+    Split {
+        /// The study (slug).
+        #[arg(long, value_name = "SLUG")]
+        study: String,
+        /// How many participants go to test (the paper: 400 of 1,266).
+        #[arg(long, value_name = "N")]
+        test: usize,
+        /// The seed: the same seed gives the same split.
+        #[arg(long, value_name = "N")]
+        seed: u64,
+    },
     /// Create a model run and work it in the foreground (or `run resume ID`).
     Run(RunArgs),
     /// Model runs: list, show, pause, resume, cancel.
@@ -157,6 +171,22 @@ enum ExportWhat {
     Wide,
     /// Every column of long and wide: label, type, allowed values, meaning.
     Codebook,
+    /// Fine-tuning JSONL from one side of the study's split (see `emotionbench split`).
+    Finetune,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SplitArg {
+    Train,
+    Test,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FinetuneFormatArg {
+    /// {"messages":[system, user, assistant]} (OpenAI chat fine-tuning).
+    Openai,
+    /// The same messages with participant, source_ref, measure and situation.
+    Messages,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -174,6 +204,12 @@ struct ExportArgs {
     /// Which participants: completed ones (default) or everyone.
     #[arg(long, value_enum, default_value = "completed")]
     status: StatusArg,
+    /// finetune: which side of the split.
+    #[arg(long, value_enum, default_value = "train")]
+    split: SplitArg,
+    /// finetune: the record layout.
+    #[arg(long, value_enum, default_value = "openai")]
+    format: FinetuneFormatArg,
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
@@ -535,6 +571,49 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Split { study, test, seed } => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let r = ops::split_study(&mut conn, &study, test, seed)?;
+            println!(
+                "study {study}: {} train, {} test ({} situations, seed {seed})",
+                r.train, r.test, r.strata
+            );
+            Ok(())
+        }
+        Command::Export(args) if matches!(args.what, ExportWhat::Finetune) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let side = match args.split {
+                SplitArg::Train => emotionbench::domain::split::Side::Train,
+                SplitArg::Test => emotionbench::domain::split::Side::Test,
+            };
+            let format = match args.format {
+                FinetuneFormatArg::Openai => emotionbench::export::finetune::FinetuneFormat::Openai,
+                FinetuneFormatArg::Messages => {
+                    emotionbench::export::finetune::FinetuneFormat::Messages
+                }
+            };
+            let actor = store::audit::Actor::Cli;
+            // Into a buffer first: a failed export leaves no partial file behind.
+            let mut buffer = Vec::new();
+            let stats =
+                ops::export_finetune(&mut conn, &args.study, side, format, &actor, &mut buffer)?;
+            match &args.output {
+                Some(path) => {
+                    std::fs::write(path, &buffer)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!(
+                        "wrote {} records ({} participants) to {}",
+                        stats.rows,
+                        stats.participants,
+                        path.display()
+                    );
+                }
+                None => std::io::Write::write_all(&mut std::io::stdout().lock(), &buffer)?,
+            }
+            Ok(())
+        }
         Command::Export(args) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
@@ -542,6 +621,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 ExportWhat::Long => ops::ExportKind::Long,
                 ExportWhat::Wide => ops::ExportKind::Wide,
                 ExportWhat::Codebook => ops::ExportKind::Codebook,
+                ExportWhat::Finetune => unreachable!("handled above"),
             };
             let filter = match args.status {
                 StatusArg::Completed => store::cohorts::StatusFilter::Completed,

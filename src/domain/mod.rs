@@ -10,6 +10,7 @@ pub mod parse;
 pub mod prompt;
 pub mod run;
 pub mod situation;
+pub mod split;
 pub mod stats;
 pub mod study;
 pub mod survey;

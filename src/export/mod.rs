@@ -8,6 +8,8 @@
 //! UTC (`2026-01-31T12:00:00Z`); booleans `true`/`false`; missing values empty. The writers
 //! take any [`std::io::Write`], so the web layer can stream them into a response body.
 
+pub mod finetune;
+
 use std::collections::HashMap;
 use std::io::Write;
 

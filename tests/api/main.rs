@@ -11,6 +11,7 @@ mod browser;
 mod cli;
 mod exports;
 mod faults;
+mod finetune;
 mod helpers;
 mod humans;
 mod imports;
