@@ -223,6 +223,10 @@ pub(crate) struct RunArgs {
     /// The study (slug) whose instrument and situations are used.
     #[arg(long)]
     pub(crate) study: Option<String>,
+    /// Use this instrument (a key from `instruments list`) instead of the study's; an
+    /// emotion-specific scale (AGQ, BDI, …) takes its emotion's situations by default.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) instrument: Option<String>,
     /// A provider name from the config file's [[providers]].
     #[arg(long)]
     pub(crate) provider: Option<String>,
@@ -311,6 +315,9 @@ enum PromptCommand {
     Show {
         #[arg(long)]
         study: String,
+        /// An instrument key instead of the study's (as `run --instrument`).
+        #[arg(long, value_name = "KEY")]
+        instrument: Option<String>,
         /// default | evoked
         #[arg(long, default_value = "default")]
         measure: String,
@@ -857,6 +864,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Worker(args) => cmd_worker(settings, args),
         Command::Prompt(PromptCommand::Show {
             study,
+            instrument,
             measure,
             situation,
             template,
@@ -871,6 +879,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &mut conn,
                 &setup::PromptRequest {
                     study,
+                    instrument,
                     measure,
                     situation,
                     template,

@@ -69,6 +69,7 @@ pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
     };
     let request = setup::RunRequest {
         study: need(args.study, "--study")?,
+        instrument: args.instrument,
         provider: need(args.provider, "--provider")?,
         model: need(args.model, "--model")?,
         template: args.template,

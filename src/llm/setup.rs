@@ -102,10 +102,33 @@ fn select(
     Ok((Some(set), chosen))
 }
 
+/// The instrument named by `key`, else the study's own.
+fn instrument_for(
+    conn: &mut DbConnection,
+    study: &Study,
+    key: Option<&str>,
+) -> Result<(InstrumentId, Instrument), SetupError> {
+    match key {
+        Some(key) => instruments::load(conn, key)?.ok_or_else(|| {
+            invalid(format!(
+                "no instrument {key:?} (see `emotionbench instruments list`; import \
+                 questionnaires.json with `emotionbench import instruments`)"
+            ))
+        }),
+        None => {
+            let id = InstrumentId(study.instrument_id);
+            Ok((id, instruments::get(conn, id)?))
+        }
+    }
+}
+
 /// What `emotionbench run` asks for.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
     pub study: String,
+    /// An instrument key to use instead of the study's (e.g. one of the eight challenging
+    /// scales on a PANAS study's situations).
+    pub instrument: Option<String>,
     pub provider: String,
     pub model: String,
     pub template: String,
@@ -139,7 +162,7 @@ pub fn create_run(
     }
     let template = resolve_template(&req.template)?;
     let study = study(conn, &req.study)?;
-    let instrument = instruments::get(conn, InstrumentId(study.instrument_id))?;
+    let (instrument_id, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
     let (set, chosen) = if req.repeats > 0 {
         select(conn, &study, &req.selection, &instrument)?
     } else {
@@ -186,7 +209,7 @@ pub fn create_run(
         study_id: Some(study.id),
         provider: provider.name.clone(),
         model: req.model.trim().to_owned(),
-        instrument_id: study.instrument_id,
+        instrument_id: instrument_id.0,
         situation_set_id: set.map(|s| s.0),
         template: template.name(),
         params: serde_json::to_string(&params).map_err(|e| invalid(e.to_string()))?,
@@ -217,6 +240,8 @@ pub fn create_run(
 #[derive(Debug, Clone)]
 pub struct PromptRequest {
     pub study: String,
+    /// An instrument key instead of the study's, as `run --instrument`.
+    pub instrument: Option<String>,
     pub measure: Measure,
     /// Default: the first situation of the study's set (evoked measure only).
     pub situation: Option<String>,
@@ -234,7 +259,7 @@ pub fn prompt_messages(
 ) -> Result<Vec<ChatMessage>, SetupError> {
     let template = resolve_template(&req.template)?;
     let study = study(conn, &req.study)?;
-    let instrument: Instrument = instruments::get(conn, InstrumentId(study.instrument_id))?;
+    let (_, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
     let (key, text) = match req.measure {
         Measure::Default => (String::new(), None),
         Measure::Evoked => {

@@ -149,6 +149,7 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
         &mut conn,
         &PromptRequest {
             study: "crowd".into(),
+            instrument: None,
             measure: Measure::Default,
             situation: None,
             template: "eb-code".into(),
@@ -193,6 +194,7 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
                 &mut conn,
                 &PromptRequest {
                     study: "crowd".into(),
+                    instrument: None,
                     measure: Measure::Evoked,
                     situation: Some(r["situation"].as_str().unwrap().to_owned()),
                     template: "eb-code".into(),

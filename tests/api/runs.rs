@@ -1110,6 +1110,38 @@ fn an_agq_run_takes_only_anger_situations_and_parses_1_to_7(db: TestDb) {
     let ts = trials(&db, run_id(&out));
     assert_eq!(ts.len(), 25);
     assert!(ts.iter().all(|t| t.situation_key.starts_with("Fear-")));
+    // --instrument: FSS on the same study's situations takes FSS's emotion, Fear, and its
+    // 52 items, on 1..=5 (a 7 would now be out of range).
+    let server = FakeServer::start(|req| FakeAction::answer(req, 5, Duration::ZERO)).unwrap();
+    let out = ok(scale_run(
+        &db,
+        &server,
+        &[
+            "--study",
+            "agq",
+            "--instrument",
+            "FSS",
+            "--default-repeats",
+            "1",
+            "--repeats",
+            "1",
+        ],
+    ));
+    assert!(out.contains("FSS is the Fear scale"), "{out}");
+    let ts = trials(&db, run_id(&out));
+    assert_eq!(ts.len(), 26);
+    for t in &ts {
+        assert!(t.situation_key.is_empty() || t.situation_key.starts_with("Fear-"));
+        assert_eq!(t.status, "done", "{t:?}");
+        assert_eq!(scores(t).len(), 52);
+    }
+    let o = scale_run(&db, &server, &["--study", "agq", "--instrument", "nope"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no instrument \"nope\""),
+        "{}",
+        stderr(&o)
+    );
 }
 
 on_both_backends!(
