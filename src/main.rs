@@ -51,8 +51,22 @@ enum Command {
     /// Data retention.
     #[command(subcommand)]
     Retention(RetentionCommand),
-    /// Export a study as CSV (UTF-8, RFC 4180, ISO 8601 UTC), streamed in bounded memory.
+    /// Export a study as CSV (UTF-8, RFC 4180, ISO 8601 UTC), streamed in bounded memory, or
+    /// fine-tuning JSONL from its split.
     Export(ExportArgs),
+    /// Split the completed participants of a study into train and test for fine-tuning:
+    /// stratified by situation, seeded, recorded in the database (replacing an earlier split).
+    Split {
+        /// The study (slug).
+        #[arg(long, value_name = "SLUG")]
+        study: String,
+        /// How many participants go to test (the paper: 400 of 1,266).
+        #[arg(long, value_name = "N")]
+        test: usize,
+        /// The seed: the same seed gives the same split.
+        #[arg(long, value_name = "N")]
+        seed: u64,
+    },
     /// Create a model run and work it in the foreground (or `run resume ID`).
     Run(RunArgs),
     /// Model runs: list, show, pause, resume, cancel.
@@ -201,6 +215,22 @@ enum ExportWhat {
     Wide,
     /// Every column of long and wide: label, type, allowed values, meaning.
     Codebook,
+    /// Fine-tuning JSONL from one side of the study's split (see `emotionbench split`).
+    Finetune,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SplitArg {
+    Train,
+    Test,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FinetuneFormatArg {
+    /// {"messages":[system, user, assistant]} (OpenAI chat fine-tuning).
+    Openai,
+    /// The same messages with participant, source_ref, measure and situation.
+    Messages,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -218,6 +248,12 @@ struct ExportArgs {
     /// Which participants: completed ones (default) or everyone.
     #[arg(long, value_enum, default_value = "completed")]
     status: StatusArg,
+    /// finetune: which side of the split.
+    #[arg(long, value_enum, default_value = "train")]
+    split: SplitArg,
+    /// finetune: the record layout.
+    #[arg(long, value_enum, default_value = "openai")]
+    format: FinetuneFormatArg,
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
@@ -231,6 +267,10 @@ pub(crate) struct RunArgs {
     /// The study (slug) whose instrument and situations are used.
     #[arg(long)]
     pub(crate) study: Option<String>,
+    /// Use this instrument (a key from `instruments list`) instead of the study's; an
+    /// emotion-specific scale (AGQ, BDI, …) takes its emotion's situations by default.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) instrument: Option<String>,
     /// A provider name from the config file's [[providers]].
     #[arg(long)]
     pub(crate) provider: Option<String>,
@@ -319,6 +359,9 @@ enum PromptCommand {
     Show {
         #[arg(long)]
         study: String,
+        /// An instrument key instead of the study's (as `run --instrument`).
+        #[arg(long, value_name = "KEY")]
+        instrument: Option<String>,
         /// default | evoked
         #[arg(long, default_value = "default")]
         measure: String,
@@ -390,6 +433,10 @@ enum ImportCommand {
         /// The model's name in reports, e.g. gpt-4.
         #[arg(long, value_name = "NAME")]
         model: String,
+        /// The instrument the answers are on (a key from `instruments list`, e.g. BDI for
+        /// `gpt-3.5-turbo-BDI-testing.csv`). Default: the study's instrument.
+        #[arg(long, value_name = "KEY")]
+        instrument: Option<String>,
     },
 }
 
@@ -543,15 +590,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Import(ImportCommand::ModelResults { file, study, model }) => {
+        Command::Import(ImportCommand::ModelResults {
+            file,
+            study,
+            model,
+            instrument,
+        }) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
-            let r = ops::import_model_results(&mut conn, &file, &study, &model)?;
+            let r =
+                ops::import_model_results(&mut conn, &file, &study, &model, instrument.as_deref())?;
             println!(
-                "imported {} as run {} of model {} in study {study}{}",
+                "imported {} as run {} of model {} on {} in study {study}{}",
                 file.display(),
                 r.run_id,
                 r.model,
+                r.instrument,
                 if r.replaced > 0 {
                     " (replacing the earlier import)"
                 } else {
@@ -568,6 +622,49 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Split { study, test, seed } => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let r = ops::split_study(&mut conn, &study, test, seed)?;
+            println!(
+                "study {study}: {} train, {} test ({} situations, seed {seed})",
+                r.train, r.test, r.strata
+            );
+            Ok(())
+        }
+        Command::Export(args) if matches!(args.what, ExportWhat::Finetune) => {
+            let pool = migrated(&settings)?;
+            let mut conn = pool.get()?;
+            let side = match args.split {
+                SplitArg::Train => emotionbench::domain::split::Side::Train,
+                SplitArg::Test => emotionbench::domain::split::Side::Test,
+            };
+            let format = match args.format {
+                FinetuneFormatArg::Openai => emotionbench::export::finetune::FinetuneFormat::Openai,
+                FinetuneFormatArg::Messages => {
+                    emotionbench::export::finetune::FinetuneFormat::Messages
+                }
+            };
+            let actor = store::audit::Actor::Cli;
+            // Into a buffer first: a failed export leaves no partial file behind.
+            let mut buffer = Vec::new();
+            let stats =
+                ops::export_finetune(&mut conn, &args.study, side, format, &actor, &mut buffer)?;
+            match &args.output {
+                Some(path) => {
+                    std::fs::write(path, &buffer)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!(
+                        "wrote {} records ({} participants) to {}",
+                        stats.rows,
+                        stats.participants,
+                        path.display()
+                    );
+                }
+                None => std::io::Write::write_all(&mut std::io::stdout().lock(), &buffer)?,
+            }
+            Ok(())
+        }
         Command::Export(args) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
@@ -575,6 +672,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 ExportWhat::Long => ops::ExportKind::Long,
                 ExportWhat::Wide => ops::ExportKind::Wide,
                 ExportWhat::Codebook => ops::ExportKind::Codebook,
+                ExportWhat::Finetune => unreachable!("handled above"),
             };
             let filter = match args.status {
                 StatusArg::Completed => store::cohorts::StatusFilter::Completed,
@@ -853,6 +951,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Worker(args) => cmd_worker(settings, args),
         Command::Prompt(PromptCommand::Show {
             study,
+            instrument,
             measure,
             situation,
             template,
@@ -867,6 +966,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &mut conn,
                 &setup::PromptRequest {
                     study,
+                    instrument,
                     measure,
                     situation,
                     template,

@@ -436,6 +436,107 @@ pub fn export(
     Ok(stats)
 }
 
+/// A recorded split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitOutcome {
+    pub train: usize,
+    pub test: usize,
+    pub strata: usize,
+}
+
+/// Splits the completed participants of study `slug` into train and test (`test` of them),
+/// stratified by situation and seeded (`domain::split`), and records it in `participants.split`
+/// and the audit log (with the seed). Running it again with the same seed gives the same split.
+pub fn split_study(
+    conn: &mut DbConnection,
+    slug: &str,
+    test: usize,
+    seed: u64,
+) -> Result<SplitOutcome, StoreError> {
+    use crate::domain::split::{Member, Side, assign};
+    conn.transaction(|conn| {
+        let study = studies::load(conn, slug)?
+            .ok_or_else(|| StoreError::Conflict(format!("there is no study {slug:?}")))?;
+        let members: Vec<Member> = store::cohorts::completed_strata(conn, study.id)?
+            .into_iter()
+            .map(|(id, key)| Member {
+                id,
+                stratum: key.unwrap_or_default(),
+            })
+            .collect();
+        let strata = members
+            .iter()
+            .map(|m| m.stratum.as_str())
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        let assignment = assign(&members, test, seed).map_err(StoreError::Conflict)?;
+        store::cohorts::record_split(conn, study.id, &assignment)?;
+        let test = assignment.iter().filter(|a| a.1 == Side::Test).count();
+        let outcome = SplitOutcome {
+            train: assignment.len() - test,
+            test,
+            strata,
+        };
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "split",
+            Some(slug),
+            Some(&serde_json::json!({
+                "seed": seed,
+                "test": outcome.test,
+                "train": outcome.train,
+                "strata": strata,
+                "stratified_by": "situation",
+            })),
+        )?;
+        Ok(outcome)
+    })
+}
+
+/// Writes the fine-tuning JSONL of one side of study `slug`'s split (see `export::finetune`)
+/// and records the export in the audit log.
+pub fn export_finetune(
+    conn: &mut DbConnection,
+    slug: &str,
+    side: crate::domain::split::Side,
+    format: crate::export::finetune::FinetuneFormat,
+    actor: &audit::Actor,
+    out: impl std::io::Write,
+) -> Result<crate::export::ExportStats, ExportOpError> {
+    let study = studies::load(conn, slug)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| ExportOpError::NoStudy(slug.to_owned()))?;
+    let stats = crate::export::finetune::write_finetune(
+        conn,
+        study.id,
+        study.instrument_id,
+        side,
+        format,
+        out,
+    )?;
+    if stats.participants == 0 {
+        return Err(ExportOpError::Store(StoreError::Conflict(format!(
+            "no completed participant of study {slug} is on the {} side of a split (run \
+             `emotionbench split --study {slug} --test N --seed S` first)",
+            side.as_str()
+        ))));
+    }
+    audit::record(
+        conn,
+        actor,
+        "export.finetune",
+        Some(slug),
+        Some(&serde_json::json!({
+            "split": side.as_str(),
+            "records": stats.rows,
+            "participants": stats.participants,
+        })),
+    )
+    .map_err(StoreError::from)?;
+    Ok(stats)
+}
+
 /// Creates a closed study `slug` over the demo situations with `participants` completed
 /// participants with seeded random answers: the fixture of the export tests and benchmark.
 /// Inserts in transactions of 1,000 participants, so memory stays small at any size.
@@ -593,7 +694,9 @@ pub fn generate_model_runs(
 pub struct ModelResultsImport {
     pub run_id: i64,
     pub model: String,
-    /// Earlier imports of the same model into the study, replaced by this one.
+    /// The instrument the answers were read against.
+    pub instrument: String,
+    /// Earlier imports of the same model and instrument into the study, replaced by this one.
     pub replaced: usize,
     pub default_done: usize,
     pub default_failed: usize,
@@ -601,15 +704,17 @@ pub struct ModelResultsImport {
     pub evoked_failed: usize,
 }
 
-/// Imports an upstream `<model>-PANAS-testing.csv` as a completed run with source `import`:
+/// Imports an upstream `<model>-<SCALE>-testing.csv` (PANAS or one of the eight challenging
+/// scales, read against `instrument` or the study's own) as a completed run with source `import`:
 /// one trial per column, `done` with its scores or `failed` (error class `parse`) when the
-/// column is empty or not numbers. Re-importing the same model into the same study replaces
-/// the earlier import (so it is idempotent). Every evoked situation must be in the study's set.
+/// column is empty, not numbers or out of range. Re-importing the same model and instrument into
+/// the same study replaces the earlier import (so it is idempotent). Every evoked situation must be in the study's set.
 pub fn import_model_results(
     conn: &mut DbConnection,
     path: &Path,
     study: &str,
     model: &str,
+    instrument: Option<&str>,
 ) -> Result<ModelResultsImport, OpsError> {
     use crate::domain::model_results::{Measure, parse_results_csv};
     use crate::store::model_runs;
@@ -625,7 +730,20 @@ pub fn import_model_results(
     conn.transaction(|conn| {
         let study_row = studies::load(conn, study)?
             .ok_or_else(|| StoreError::Conflict(format!("there is no study {study:?}")))?;
-        let instrument = instruments::get(conn, store::InstrumentId(study_row.instrument_id))?;
+        // The answers' instrument: --instrument, else the study's own. A run records its
+        // instrument, so a PANAS study can hold imported runs on the eight other scales.
+        let (instrument_id, instrument) = match instrument {
+            Some(key) => instruments::load(conn, key)?.ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "there is no instrument {key:?} (import questionnaires.json with \
+                     `emotionbench import instruments` first)"
+                ))
+            })?,
+            None => {
+                let id = store::InstrumentId(study_row.instrument_id);
+                (id, instruments::get(conn, id)?)
+            }
+        };
         let trials = parse_results_csv(&text, &instrument)
             .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
         let keys: std::collections::HashMap<String, i64> = match study_row.situation_set_id {
@@ -641,6 +759,7 @@ pub fn import_model_results(
         let mut result = ModelResultsImport {
             run_id: 0,
             model: model.to_owned(),
+            instrument: instrument.key.clone(),
             replaced: 0,
             default_done: 0,
             default_failed: 0,
@@ -687,7 +806,7 @@ pub fn import_model_results(
                 },
             });
         }
-        let old = model_runs::imported_runs(conn, study_row.id, model)?;
+        let old = model_runs::imported_runs(conn, study_row.id, model, instrument_id.0)?;
         model_runs::delete_runs(conn, &old)?;
         result.replaced = old.len();
         result.run_id = model_runs::insert_imported(
@@ -695,7 +814,7 @@ pub fn import_model_results(
             &model_runs::NewImportedRun {
                 study_id: study_row.id,
                 model,
-                instrument_id: study_row.instrument_id,
+                instrument_id: instrument_id.0,
                 situation_set_id: study_row.situation_set_id,
                 selection: serde_json::json!({"imported_from": file_name}).to_string(),
                 repeats,
@@ -708,7 +827,12 @@ pub fn import_model_results(
             &audit::Actor::Cli,
             "import.model-results",
             Some(study),
-            Some(&serde_json::json!({"file": file_name, "model": model, "run": result.run_id})),
+            Some(&serde_json::json!({
+                "file": file_name,
+                "model": model,
+                "instrument": instrument.key,
+                "run": result.run_id,
+            })),
         )?;
         Ok::<_, StoreError>(result)
     })

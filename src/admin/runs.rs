@@ -242,6 +242,8 @@ pub async fn create(
         selection,
         seed,
         params,
+        // The study's own instrument (the command line can pick another with --instrument).
+        instrument: None,
     };
     let settings = state.settings.clone();
     let who = actor(admin.session());

@@ -141,6 +141,7 @@ fn bench(settings: &mut Settings, args: &BenchArgs, dir: &std::path::Path) -> an
             settings,
             &setup::RunRequest {
                 study: "bench".into(),
+                instrument: None,
                 provider: "bench".into(),
                 model: "fake".into(),
                 template: "eb-code".into(),

@@ -69,6 +69,7 @@ pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
     };
     let request = setup::RunRequest {
         study: need(args.study, "--study")?,
+        instrument: args.instrument,
         provider: need(args.provider, "--provider")?,
         model: need(args.model, "--model")?,
         template: args.template,
@@ -93,9 +94,16 @@ pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
         setup::create_run(&mut conn, &settings, &request)?
     };
     println!(
-        "run {} created: {} trials, seed {}",
-        created.run, created.trials, created.seed
+        "run {} created: {} trials, seed {}, instrument {}",
+        created.run, created.trials, created.seed, created.instrument
     );
+    if let Some(emotion) = created.scale_emotion {
+        println!(
+            "{} is the {emotion} scale: the run takes the {emotion} situations of the set \
+             (name others with --situations emotion:…)",
+            created.instrument
+        );
+    }
     if args.detach {
         return Ok(());
     }

@@ -233,6 +233,12 @@ impl Instrument {
         self.items.len()
     }
 
+    /// The emotion this instrument was made for, when it is one of the paper's eight
+    /// emotion-specific ("challenging") scales (section 4.3); None for PANAS and others.
+    pub fn target_emotion(&self) -> Option<&'static str> {
+        target_emotion(&self.key)
+    }
+
     pub fn item(&self, number: u32) -> Option<&Item> {
         self.items.iter().find(|item| item.number == number)
     }
@@ -455,6 +461,26 @@ impl Instrument {
 ///
 /// Every returned instrument passes `validate()`. The prompt must contain `SCENARIO` exactly
 /// once, since that is where the situation is inserted.
+/// The paper's eight emotion-specific scales (upstream keys) and the emotion each measures.
+pub const SCALE_EMOTIONS: [(&str, &str); 8] = [
+    ("AGQ", "Anger"),
+    ("DASS-21", "Anxiety"),
+    ("BDI", "Depression"),
+    ("FDS", "Frustration"),
+    ("MJS", "Jealousy"),
+    ("GASP", "Guilt"),
+    ("FSS", "Fear"),
+    ("BFNE", "Embarrassment"),
+];
+
+/// The emotion of an emotion-specific scale, by instrument key (case-insensitive).
+pub fn target_emotion(key: &str) -> Option<&'static str> {
+    SCALE_EMOTIONS
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key.trim()))
+        .map(|(_, e)| *e)
+}
+
 pub fn parse_questionnaires_json(text: &str) -> Result<Vec<Instrument>, ImportError> {
     // Editors on Windows like to prepend a BOM, which serde_json rejects.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);

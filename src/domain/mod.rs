@@ -11,6 +11,7 @@ pub mod prompt;
 pub mod report;
 pub mod run;
 pub mod situation;
+pub mod split;
 pub mod stats;
 pub mod study;
 pub mod survey;

@@ -95,6 +95,16 @@ fn scores(cells: &[String], instrument: &Instrument) -> Result<Vec<i32>, String>
         .collect()
 }
 
+/// Equal up to case and runs of whitespace.
+fn same_text(a: &str, b: &str) -> bool {
+    let words = |s: &str| {
+        s.split_whitespace()
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+    };
+    words(a) == words(b)
+}
+
 /// Parses a results file. Structural problems (bad header, wrong number of rows, duplicate
 /// columns) are errors; a column whose answers are empty or not numbers becomes a trial with
 /// `scores = Err(reason)`, to be kept as a failed parse.
@@ -131,8 +141,36 @@ pub fn parse_results_csv(
             "the first column is not question-0: not an EmotionBench results file",
         ));
     }
-    // The order-0 column numbers the item rows; they must be the canonical 1..n.
+    // Exactly n item rows: a file for a longer scale must not pass as a shorter one.
+    if let Some(extra) = rows[n + 2..]
+        .iter()
+        .position(|r| r.iter().any(|c| !c.trim().is_empty()))
+    {
+        return Err(ImportError::new(
+            format!("line {}", n + 3 + extra),
+            format!(
+                "more item rows than the {n} items of instrument {}: the file is for another \
+                 instrument (choose it with --instrument)",
+                instrument.key
+            ),
+        ));
+    }
+    // The order-0 column numbers the item rows; they must be the canonical 1..n, and
+    // question-0 must name the instrument's item ("N. text", as upstream writes it).
     for (i, row) in rows[2..n + 2].iter().enumerate() {
+        let found = row.first().map_or("", |s| s.as_str());
+        let expected = format!("{}. {}", i + 1, instrument.items[i].text);
+        if !same_text(found, &expected) {
+            return Err(ImportError::new(
+                format!("line {}", i + 3),
+                format!(
+                    "item text {found:?} is not item {} of instrument {} ({expected:?}): the \
+                     file is for another instrument (choose it with --instrument)",
+                    i + 1,
+                    instrument.key
+                ),
+            ));
+        }
         let number = row.get(1).map_or("", |s| s.trim());
         if number != (i + 1).to_string() {
             return Err(ImportError::new(
@@ -199,7 +237,8 @@ mod tests {
         ];
         for i in 1..=20 {
             let bad = if i == 5 { "x" } else { "3" };
-            lines.push(format!("{i}. item,{i},2,,{bad}"));
+            let text = &p.items[i - 1].text;
+            lines.push(format!("{i}. {text},{i},2,,{bad}"));
         }
         let t = parse_results_csv(&lines.join("\n"), &p).unwrap();
         assert_eq!(t.len(), 3);
@@ -209,6 +248,45 @@ mod tests {
         assert!(t[2].scores.as_ref().unwrap_err().contains("item 5"));
         assert_eq!(t[2].situation_key, "Anger-0_scenario-0");
         assert_eq!(t[2].repeat, 1);
+    }
+
+    /// A PANAS-shaped file (20 items, 1..=5) for another instrument's checks.
+    fn panas_file(items: usize, text: impl Fn(usize) -> String, value: &str) -> String {
+        let mut lines = vec![
+            "question-0,order-0,General_test-0_order-0".to_owned(),
+            "prompt,prompt, ".to_owned(),
+        ];
+        for i in 1..=items {
+            lines.push(format!("\"{i}. {}\",{i},{value}", text(i)));
+        }
+        lines.join("\n")
+    }
+
+    #[test]
+    fn a_file_for_another_instrument_is_rejected() {
+        let p = Instrument::panas();
+        let text = |i: usize| p.items[i - 1].text.clone();
+        // The right texts with odd case and spacing pass.
+        let ok = panas_file(20, |i| format!("  {}", text(i).to_uppercase()), "3");
+        assert_eq!(parse_results_csv(&ok, &p).unwrap().len(), 1);
+        // More item rows than the instrument has (a longer scale).
+        let long = panas_file(29, |i| if i <= 20 { text(i) } else { "x".into() }, "3");
+        let e = parse_results_csv(&long, &p).unwrap_err();
+        assert_eq!(e.location, "line 23");
+        assert!(e.reason.contains("more item rows"), "{}", e.reason);
+        // Same length, other items.
+        let other = panas_file(20, |i| format!("statement {i}"), "3");
+        let e = parse_results_csv(&other, &p).unwrap_err();
+        assert_eq!(e.location, "line 3");
+        assert!(e.reason.contains("another instrument"), "{}", e.reason);
+        // Out-of-range values fail the trial, with the range in the reason.
+        let high = panas_file(20, text, "7");
+        let t = parse_results_csv(&high, &p).unwrap();
+        assert!(
+            t[0].scores.as_ref().unwrap_err().contains("outside 1..=5"),
+            "{:?}",
+            t[0].scores
+        );
     }
 
     #[test]

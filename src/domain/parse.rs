@@ -1102,6 +1102,35 @@ mod tests {
         }
     }
 
+    /// Items that carry their own numbered options (BDI-style, 0..=3), whose texts are full of
+    /// digits: the canonical reply must still read back exactly, in any display order.
+    #[test]
+    fn bdi_style_items_with_numbers_in_their_text_round_trip_0_to_3() {
+        let texts: Vec<String> = (1..=21)
+            .map(|k| {
+                format!(
+                    "0. I do not feel bad {k}. 1. I feel bad. 2. I feel bad all the time: 3 \
+                     days. 3. I feel so bad that I can't stand it."
+                )
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut order: Vec<u32> = (1..=21).collect();
+        order.reverse();
+        let spec = ParseSpec {
+            display_order: &order,
+            item_texts: &refs,
+            min: 0,
+            max: 3,
+        };
+        let canonical: Vec<i32> = (0..21).map(|k| k % 4).collect();
+        let reply = format_reply(&in_display_order(&spec, &canonical), &spec);
+        assert_eq!(parse_reply(&reply, &spec).unwrap().scores, canonical);
+        // A 4 is out of range, not silently accepted or shifted.
+        let bad: Vec<i32> = vec![4; 21];
+        assert!(parse_reply(&format_reply(&bad, &spec), &spec).is_err());
+    }
+
     /// Varied canonical answers: item k+1 gets (3k mod 5) + 1.
     fn canonical() -> Vec<i32> {
         (0..20).map(|k| (k * 3 % 5) + 1).collect()

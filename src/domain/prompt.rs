@@ -599,6 +599,21 @@ fn absorb(hash: u64, word: u64) -> u64 {
     splitmix64(&mut state)
 }
 
+/// Derives a seed for one named part of a seeded procedure (e.g. one stratum of a split):
+/// splitmix64 absorption of a domain tag, the seed, the key's length and bytes (8 at a time,
+/// little-endian, zero-padded). Stable across platforms and releases; do not change it.
+pub fn keyed_seed(tag: [u8; 8], seed: u64, key: &str) -> u64 {
+    let mut hash = absorb(u64::from_le_bytes(tag), seed);
+    let bytes = key.as_bytes();
+    hash = absorb(hash, u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+    for chunk in bytes.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        hash = absorb(hash, u64::from_le_bytes(word));
+    }
+    hash
+}
+
 /// Derives a per-trial seed from a run seed and the trial identity: splitmix64 absorption of the
 /// run seed, the measure, the key's length and bytes (8 at a time, little-endian, zero-padded)
 /// and the repeat. Stable across platforms, releases and runs; do not change it, since recorded

@@ -8,6 +8,7 @@
 //! UTC (`2026-01-31T12:00:00Z`); booleans `true`/`false`; missing values empty. The writers
 //! take any [`std::io::Write`], so the web layer can stream them into a response body.
 
+pub mod finetune;
 pub mod report;
 
 use std::collections::HashMap;

@@ -63,10 +63,16 @@ fn set_named(conn: &mut DbConnection, name: &str) -> Result<SituationSetId, Setu
 }
 
 /// The set and situations a selection picks for a study.
+///
+/// With an emotion-specific scale (AGQ for Anger, BDI for Depression, …; see
+/// `instrument::SCALE_EMOTIONS`), a whole-set selection (`all`, `tested`, `set:NAME`) takes only
+/// that emotion's situations of the set, as the paper's section 4.3 does; `emotion:`, `factor:`
+/// and `keys:` are taken as given (e.g. to give AGQ Fear situations as a control).
 fn select(
     conn: &mut DbConnection,
     study: &Study,
     selection: &Selection,
+    instrument: &Instrument,
 ) -> Result<(Option<SituationSetId>, Vec<StoredSituation>), SetupError> {
     let set = match selection {
         Selection::Tested => Some(set_named(conn, TESTED_SET)?),
@@ -76,9 +82,15 @@ fn select(
     let Some(set) = set else {
         return Ok((None, Vec::new()));
     };
+    let whole_set = matches!(
+        selection,
+        Selection::All | Selection::Tested | Selection::Set(_)
+    );
+    let emotion = instrument.target_emotion().filter(|_| whole_set);
     let chosen: Vec<StoredSituation> = situations::list(conn, set)?
         .into_iter()
         .filter(|s| selection.matches(&s.situation))
+        .filter(|s| emotion.is_none_or(|e| s.situation.emotion.eq_ignore_ascii_case(e)))
         .collect();
     if let Selection::Keys(keys) = selection {
         for k in keys {
@@ -90,10 +102,33 @@ fn select(
     Ok((Some(set), chosen))
 }
 
+/// The instrument named by `key`, else the study's own.
+fn instrument_for(
+    conn: &mut DbConnection,
+    study: &Study,
+    key: Option<&str>,
+) -> Result<(InstrumentId, Instrument), SetupError> {
+    match key {
+        Some(key) => instruments::load(conn, key)?.ok_or_else(|| {
+            invalid(format!(
+                "no instrument {key:?} (see `emotionbench instruments list`; import \
+                 questionnaires.json with `emotionbench import instruments`)"
+            ))
+        }),
+        None => {
+            let id = InstrumentId(study.instrument_id);
+            Ok((id, instruments::get(conn, id)?))
+        }
+    }
+}
+
 /// What `emotionbench run` asks for.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
     pub study: String,
+    /// An instrument key to use instead of the study's (e.g. one of the eight challenging
+    /// scales on a PANAS study's situations).
+    pub instrument: Option<String>,
     pub provider: String,
     pub model: String,
     pub template: String,
@@ -105,11 +140,14 @@ pub struct RunRequest {
 }
 
 /// A created run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Created {
     pub run: RunId,
     pub trials: usize,
     pub seed: u64,
+    pub instrument: String,
+    /// The emotion whose situations an emotion-specific scale took by default.
+    pub scale_emotion: Option<&'static str>,
 }
 
 /// Creates a run with all its trials (one transaction) and records the provider's config.
@@ -124,15 +162,19 @@ pub fn create_run(
     }
     let template = resolve_template(&req.template)?;
     let study = study(conn, &req.study)?;
-    let instrument = instruments::get(conn, InstrumentId(study.instrument_id))?;
+    let (instrument_id, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
     let (set, chosen) = if req.repeats > 0 {
-        select(conn, &study, &req.selection)?
+        select(conn, &study, &req.selection, &instrument)?
     } else {
         (study.situation_set_id.map(SituationSetId), Vec::new())
     };
     if req.repeats > 0 && chosen.is_empty() {
+        let scale = match instrument.target_emotion() {
+            Some(e) => format!(" ({} takes {e} situations)", instrument.key),
+            None => String::new(),
+        };
         return Err(invalid(format!(
-            "no situations match {} in study {}",
+            "no situations match {} in study {}{scale}",
             req.selection, req.study
         )));
     }
@@ -167,7 +209,7 @@ pub fn create_run(
         study_id: Some(study.id),
         provider: provider.name.clone(),
         model: req.model.trim().to_owned(),
-        instrument_id: study.instrument_id,
+        instrument_id: instrument_id.0,
         situation_set_id: set.map(|s| s.0),
         template: template.name(),
         params: serde_json::to_string(&params).map_err(|e| invalid(e.to_string()))?,
@@ -179,10 +221,18 @@ pub fn create_run(
     };
     runs::upsert_provider(conn, provider)?;
     let run = runs::create(conn, &new, &trials)?;
+    let whole_set = matches!(
+        req.selection,
+        Selection::All | Selection::Tested | Selection::Set(_)
+    );
     Ok(Created {
         run,
         trials: trials.len(),
         seed,
+        scale_emotion: instrument
+            .target_emotion()
+            .filter(|_| whole_set && req.repeats > 0),
+        instrument: instrument.key,
     })
 }
 
@@ -190,6 +240,8 @@ pub fn create_run(
 #[derive(Debug, Clone)]
 pub struct PromptRequest {
     pub study: String,
+    /// An instrument key instead of the study's, as `run --instrument`.
+    pub instrument: Option<String>,
     pub measure: Measure,
     /// Default: the first situation of the study's set (evoked measure only).
     pub situation: Option<String>,
@@ -207,7 +259,7 @@ pub fn prompt_messages(
 ) -> Result<Vec<ChatMessage>, SetupError> {
     let template = resolve_template(&req.template)?;
     let study = study(conn, &req.study)?;
-    let instrument: Instrument = instruments::get(conn, InstrumentId(study.instrument_id))?;
+    let (_, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
     let (key, text) = match req.measure {
         Measure::Default => (String::new(), None),
         Measure::Evoked => {
@@ -215,9 +267,13 @@ pub fn prompt_messages(
                 .situation_set_id
                 .ok_or_else(|| invalid(format!("study {} has no situations", req.study)))?;
             let list = situations::list(conn, SituationSetId(set))?;
+            let emotion = instrument.target_emotion();
             let found = match &req.situation {
                 Some(k) => list.into_iter().find(|s| &s.situation.key == k),
-                None => list.into_iter().next(),
+                // An emotion-specific scale's first situation of its own emotion.
+                None => list
+                    .into_iter()
+                    .find(|s| emotion.is_none_or(|e| s.situation.emotion.eq_ignore_ascii_case(e))),
             }
             .ok_or_else(|| {
                 invalid(format!(

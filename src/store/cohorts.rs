@@ -231,3 +231,79 @@ pub fn situation_seconds(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<Ha
     }
     Ok(out)
 }
+
+/// Completed participants of a study with their situation key (the split's strata), by id.
+pub fn completed_strata(
+    conn: &mut DbConnection,
+    study_id: i64,
+) -> QueryResult<Vec<(i64, Option<String>)>> {
+    use super::schema::situations;
+    participants::table
+        .left_join(situations::table)
+        .filter(participants::study_id.eq(study_id))
+        .filter(participants::status.eq("completed"))
+        .order(participants::id)
+        .select((participants::id, situations::key.nullable()))
+        .load(conn)
+}
+
+/// Records a split: clears the study's `split` column, then sets `train`/`test` per
+/// participant. Call inside a transaction.
+pub fn record_split(
+    conn: &mut DbConnection,
+    study_id: i64,
+    assignment: &[(i64, crate::domain::split::Side)],
+) -> QueryResult<()> {
+    diesel::update(participants::table.filter(participants::study_id.eq(study_id)))
+        .set(participants::split.eq(None::<String>))
+        .execute(conn)?;
+    for side in [
+        crate::domain::split::Side::Train,
+        crate::domain::split::Side::Test,
+    ] {
+        let ids: Vec<i64> = assignment
+            .iter()
+            .filter(|(_, s)| *s == side)
+            .map(|(id, _)| *id)
+            .collect();
+        for chunk in ids.chunks(PARTICIPANT_CHUNK) {
+            diesel::update(participants::table.filter(participants::id.eq_any(chunk)))
+                .set(participants::split.eq(side.as_str()))
+                .execute(conn)?;
+        }
+    }
+    Ok(())
+}
+
+/// A participant on one side of a split, with the situation they imagined.
+#[derive(Debug, Clone, Queryable)]
+pub struct SplitMember {
+    pub id: i64,
+    pub public_id: String,
+    pub source_ref: Option<String>,
+    pub situation_key: Option<String>,
+    pub situation_text: Option<String>,
+}
+
+/// The completed participants of a study on one side (`train`/`test`) of its split, by id.
+pub fn split_members(
+    conn: &mut DbConnection,
+    study_id: i64,
+    side: &str,
+) -> QueryResult<Vec<SplitMember>> {
+    use super::schema::situations;
+    participants::table
+        .left_join(situations::table)
+        .filter(participants::study_id.eq(study_id))
+        .filter(participants::status.eq("completed"))
+        .filter(participants::split.eq(side))
+        .order(participants::id)
+        .select((
+            participants::id,
+            participants::public_id,
+            participants::source_ref,
+            situations::key.nullable(),
+            situations::text.nullable(),
+        ))
+        .load(conn)
+}

@@ -34,11 +34,17 @@ pub struct NewImportedRun<'a> {
     pub default_repeats: i32,
 }
 
-/// Ids of a study's imported runs of `model`.
-pub fn imported_runs(conn: &mut DbConnection, study_id: i64, model: &str) -> QueryResult<Vec<i64>> {
+/// Ids of a study's imported runs of `model` on an instrument.
+pub fn imported_runs(
+    conn: &mut DbConnection,
+    study_id: i64,
+    model: &str,
+    instrument_id: i64,
+) -> QueryResult<Vec<i64>> {
     model_runs::table
         .filter(model_runs::study_id.eq(study_id))
         .filter(model_runs::model.eq(model))
+        .filter(model_runs::instrument_id.eq(instrument_id))
         .filter(model_runs::source.eq("import"))
         .select(model_runs::id)
         .load(conn)

@@ -94,7 +94,7 @@ pub struct ItemView {
 struct QuestionnairePage {
     frame: Frame,
     heading: &'static str,
-    instructions: &'static str,
+    instructions: String,
     items: Vec<ItemView>,
     errors: Vec<(String, String)>,
 }
@@ -144,6 +144,15 @@ const BEFORE_INSTRUCTIONS: &str = "This scale consists of a number of words that
 different feelings and emotions. Read each item and then choose the answer that fits. \
 Indicate to what extent you feel this way right now, that is, at the present moment.";
 
+/// Before the situation, for instruments other than PANAS (whose items are statements, not
+/// single feeling words).
+const BEFORE_INSTRUCTIONS_STATEMENTS: &str = "Read each statement and choose the answer that \
+fits how you feel right now, that is, at the present moment.";
+
+/// Added when the instrument's items carry their own options (BDI: groups of statements).
+const OWN_OPTIONS_INSTRUCTIONS: &str = " Each group below lists statements: choose the one \
+that fits best.";
+
 const AFTER_INSTRUCTIONS: &str = "Now imagine that you are the person in the situation you \
 just read. Read each item and choose the answer that fits: to what extent do you feel this \
 way now, imagining yourself in that situation?";
@@ -175,6 +184,19 @@ fn choices(instrument: &Instrument, number: u32, chosen: Option<i32>) -> Vec<Cho
     }
 }
 
+fn instructions(instrument: &Instrument, before: bool) -> String {
+    let mut text = match (before, instrument.key.eq_ignore_ascii_case("PANAS")) {
+        (true, true) => BEFORE_INSTRUCTIONS,
+        (true, false) => BEFORE_INSTRUCTIONS_STATEMENTS,
+        (false, _) => AFTER_INSTRUCTIONS,
+    }
+    .to_owned();
+    if instrument.items.iter().any(|i| !i.options.is_empty()) {
+        text.push_str(OWN_OPTIONS_INSTRUCTIONS);
+    }
+    text
+}
+
 fn questionnaire(
     ctx: &SurveyContext,
     p: &Participant,
@@ -193,10 +215,18 @@ fn questionnaire(
                 .iter()
                 .find(|(k, _)| *k == format!("item-{n}"))
                 .and_then(|(_, v)| v.parse::<i32>().ok());
+            let item = inst.item(*n);
+            // An item that carries its own options (BDI) is those options: they are the radio
+            // labels, so the legend names the group instead of repeating them.
+            let text = match item {
+                Some(it) if !it.options.is_empty() => "Choose one statement".to_owned(),
+                Some(it) => it.text.clone(),
+                None => String::new(),
+            };
             ItemView {
                 number: *n,
                 position: i + 1,
-                text: inst.item(*n).map(|it| it.text.clone()).unwrap_or_default(),
+                text,
                 options: choices(inst, *n, chosen),
                 error: errors.items.get(n).cloned(),
             }
@@ -205,9 +235,12 @@ fn questionnaire(
     let mut summary: Vec<(String, String)> = items
         .iter()
         .filter_map(|i| {
-            i.error
-                .as_ref()
-                .map(|e| (format!("item-{}", i.number), format!("{}: {e}", i.text)))
+            i.error.as_ref().map(|e| {
+                (
+                    format!("item-{}", i.number),
+                    format!("{}. {}: {e}", i.position, i.text),
+                )
+            })
         })
         .collect();
     summary.extend(errors.general.iter().map(|g| (String::new(), g.clone())));
@@ -219,11 +252,7 @@ fn questionnaire(
         } else {
             "How do you feel, imagining yourself in that situation?"
         },
-        instructions: if before {
-            BEFORE_INSTRUCTIONS
-        } else {
-            AFTER_INSTRUCTIONS
-        },
+        instructions: instructions(inst, before),
         items,
         errors: summary,
     }

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Backend, TestDb, missing, spawn_app};
 use crate::on_both_backends;
-use crate::survey::{PID, items_in, make_study};
+use crate::survey::{PID, items_in, make_scale_study, make_study};
 
 /// The W3C key under which an element reference is returned.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -738,4 +738,91 @@ fn base64_decodes_with_and_without_padding() {
     assert_eq!(base64_decode("iVBORw0KGgo="), b"\x89PNG\r\n\x1a\n");
 }
 
-on_both_backends!(a_real_browser_completes_the_survey_from_the_prolific_link);
+/// A BDI page (items that carry their own four statements, 0..=3) in the same browser, with
+/// the same audit: the statements are the tap targets, axe finds nothing serious or critical,
+/// and the database holds the values clicked.
+fn a_real_browser_answers_a_bdi_page(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let Some(chrome) = Chrome::start() else {
+        return;
+    };
+    let backend = match db.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let app = spawn_app(db);
+    if !make_scale_study(&app, "bdi", "BDI") {
+        return;
+    }
+    let base = app.base.clone();
+    let c = &chrome;
+    let mut audit = Audit {
+        chrome: c,
+        axe,
+        backend,
+        pages: Vec::new(),
+        failures: Vec::new(),
+        minor: Vec::new(),
+    };
+    let page = |p: &str| format!("/s/bdi/{p}");
+    c.goto(&format!("{base}/s/bdi?PROLIFIC_PID={PID}"));
+    c.wait_for(&base, &page("consent"));
+    c.click(&c.css("button[name='consent'][value='yes']"));
+    c.wait_for(&base, &page("demographics"));
+    for (name, value) in [
+        ("gender", "Female"),
+        ("year_of_birth", "1990"),
+        ("country", "Prefer not to say"),
+        ("employment_status", "Student"),
+        ("education", "University - Bachelors"),
+    ] {
+        c.click(&c.css(&format!("select[name='{name}']")));
+        c.click(&c.xpath(&format!(
+            "//select[@name='{name}']/option[@value='{value}']"
+        )));
+    }
+    c.click(&c.css("button[type='submit']"));
+
+    c.wait_for(&base, &page("feelings-now"));
+    let source = c.source();
+    assert!(
+        source.contains("I do not feel sad."),
+        "BDI's own statements"
+    );
+    let items = items_in(&source);
+    assert_eq!(items.len(), 21);
+    audit.check("bdi feelings-now");
+    let mut clicked: HashMap<u32, u32> = HashMap::new();
+    for n in items {
+        let v = (n * 3) % 4;
+        click_radio(c, &format!("item-{n}"), &v.to_string());
+        clicked.insert(n, v);
+    }
+    c.click(&c.css("form button[type='submit']"));
+    c.wait_for(&base, &page("situation"));
+    assert!(
+        audit.failures.is_empty(),
+        "{} problems:\n{}",
+        audit.failures.len(),
+        audit.failures.join("\n")
+    );
+
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let study = studies::load(&mut conn, "bdi").unwrap().unwrap();
+    let p = participants::by_pid(&mut conn, study.id, PID)
+        .unwrap()
+        .unwrap();
+    let stored: HashMap<u32, u32> = participants::answers(&mut conn, p.id)
+        .unwrap()
+        .into_iter()
+        .filter(|(phase, _, _)| phase == "default")
+        .map(|(_, item, value)| (item as u32, value as u32))
+        .collect();
+    assert_eq!(stored, clicked);
+}
+
+on_both_backends!(
+    a_real_browser_completes_the_survey_from_the_prolific_link,
+    a_real_browser_answers_a_bdi_page
+);

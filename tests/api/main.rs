@@ -12,6 +12,7 @@ mod cli;
 mod crash;
 mod exports;
 mod faults;
+mod finetune;
 mod helpers;
 mod humans;
 mod imports;

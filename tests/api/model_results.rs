@@ -136,3 +136,158 @@ fn the_seven_released_answer_files_import_with_failed_parses_kept(db: TestDb) {
 }
 
 on_both_backends!(the_seven_released_answer_files_import_with_failed_parses_kept);
+
+/// The eight emotion-specific scales of the paper's section 4.3: instrument key, the emotion
+/// the file holds, its item count, response range and number of situations.
+pub const CHALLENGING: [(&str, &str, usize, i32, i32, i64); 8] = [
+    ("AGQ", "Anger", 29, 1, 7, 25),
+    ("BDI", "Depression", 21, 0, 3, 30),
+    ("BFNE", "Embarrassment", 12, 1, 5, 20),
+    ("DASS-21", "Anxiety", 21, 0, 3, 20),
+    ("FDS", "Frustration", 28, 1, 5, 20),
+    ("FSS", "Fear", 52, 1, 5, 25),
+    ("GASP", "Guilt", 16, 1, 7, 20),
+    ("MJS", "Jealousy", 24, 1, 7, 15),
+];
+
+pub fn challenging_file(scale: &str) -> String {
+    upstream()
+        .unwrap()
+        .join(format!(
+            "results/Challenging Bench/gpt-3.5-turbo-{scale}-testing.csv"
+        ))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// questionnaires.json, tested-175 and a closed PANAS study `crowd` on that set (no humans).
+pub fn scales_study(db: &TestDb) {
+    let data = upstream().unwrap();
+    ok(cli(
+        &db.url,
+        &[
+            "import",
+            "instruments",
+            data.join("questionnaires.json").to_str().unwrap(),
+        ],
+    ));
+    import_tested_175(db);
+    use emotionbench::domain::study::{StudyConfig, StudyStatus};
+    use emotionbench::store::{instruments, situations, studies};
+    let pool = db.pool();
+    let mut conn = pool.get().unwrap();
+    let (panas, _) = instruments::load(&mut conn, "PANAS").unwrap().unwrap();
+    let set = situations::find_set(&mut conn, "tested-175").unwrap();
+    let config = StudyConfig::new("crowd", "Crowd");
+    studies::create(&mut conn, &config, StudyStatus::Closed, panas, set, 1).unwrap();
+}
+
+fn import_scale(db: &TestDb, scale: &str, instrument: &str) -> std::process::Output {
+    cli(
+        &db.url,
+        &[
+            "import",
+            "model-results",
+            &challenging_file(scale),
+            "--study",
+            "crowd",
+            "--model",
+            "gpt-3.5-turbo",
+            "--instrument",
+            instrument,
+        ],
+    )
+}
+
+fn the_eight_challenging_scale_files_import_on_their_instruments(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    scales_study(&db);
+    for (key, _, _, _, _, situations) in CHALLENGING {
+        let out = ok(import_scale(&db, key, key));
+        assert!(out.contains(&format!("on {key} in study crowd")), "{out}");
+        assert!(
+            out.contains("default trials: 10 parsed, 0 failed"),
+            "{key}: {out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "evoked trials:  {} parsed, 0 failed",
+                situations * 10
+            )),
+            "{key}: {out}"
+        );
+    }
+    // One run per scale (a second scale of the same model replaces nothing), each on its own
+    // instrument, with every score of every trial in that instrument's range.
+    let pool = db::connect(&db.url, 1).unwrap();
+    let mut conn = pool.get().unwrap();
+    use emotionbench::store::schema::instruments;
+    for (key, emotion, items, min, max, situations) in CHALLENGING {
+        let runs: Vec<i64> = model_runs::table
+            .inner_join(instruments::table)
+            .filter(instruments::key.eq(key))
+            .filter(model_runs::source.eq("import"))
+            .select(model_runs::id)
+            .load(&mut conn)
+            .unwrap();
+        assert_eq!(runs.len(), 1, "{key}");
+        let c = emotionbench::store::model_runs::trial_counts(&mut conn, runs[0]).unwrap();
+        assert_eq!(
+            c,
+            vec![
+                ("default".into(), "done".into(), 10),
+                ("evoked".into(), "done".into(), situations * 10),
+            ],
+            "{key}"
+        );
+        let rows: Vec<(String, Option<String>)> = model_trials::table
+            .filter(model_trials::run_id.eq(runs[0]))
+            .select((model_trials::situation_key, model_trials::scores))
+            .load(&mut conn)
+            .unwrap();
+        for (situation, scores) in rows {
+            assert!(
+                situation.is_empty() || situation.starts_with(&format!("{emotion}-")),
+                "{key}: {situation}"
+            );
+            let scores: Vec<i32> = serde_json::from_str(&scores.unwrap()).unwrap();
+            assert_eq!(scores.len(), items, "{key}");
+            assert!(
+                scores.iter().all(|v| (min..=max).contains(v)),
+                "{key}: {scores:?}"
+            );
+        }
+    }
+    drop(conn);
+
+    // The wrong instrument is refused with the reason, and nothing is stored.
+    let trial_count = || -> i64 {
+        let mut conn = pool.get().unwrap();
+        model_trials::table.count().get_result(&mut conn).unwrap()
+    };
+    let before = trial_count();
+    let o = import_scale(&db, "BDI", "DASS-21"); // same length (21 items), other items
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("another instrument"), "{}", stderr(&o));
+    let o = import_scale(&db, "AGQ", "PANAS"); // 29 item rows for 20 items
+    assert!(stderr(&o).contains("more item rows"), "{}", stderr(&o));
+    let o = import_scale(&db, "AGQ", "nope");
+    assert!(
+        stderr(&o).contains("no instrument \"nope\""),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(trial_count(), before);
+
+    // Re-importing one scale replaces only that scale's run.
+    let out = ok(import_scale(&db, "GASP", "GASP"));
+    assert!(out.contains("replacing the earlier import"), "{out}");
+    let mut conn = pool.get().unwrap();
+    let runs: i64 = model_runs::table.count().get_result(&mut conn).unwrap();
+    assert_eq!(runs, 8);
+}
+
+on_both_backends!(the_eight_challenging_scale_files_import_on_their_instruments);

@@ -945,3 +945,206 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
     eprintln!("local model: {parsed}/6 trials parsed");
     let _ = in_ci();
 }
+
+// -------------------------------------------------------------------------------------------
+// The eight emotion-specific ("challenging") scales
+// -------------------------------------------------------------------------------------------
+
+/// questionnaires.json and tested-175 (once per database), then a draft study `slug` on the
+/// instrument `key` with that set.
+fn scale_study(db: &TestDb, slug: &str, key: &str) {
+    use emotionbench::store::{instruments, situations, studies};
+    let data = upstream().unwrap();
+    let pool = db.pool();
+    let mut conn = pool.get().unwrap();
+    if instruments::load(&mut conn, key).unwrap().is_none() {
+        let q = data.join("questionnaires.json");
+        ok(crate::helpers::cli(
+            &db.url,
+            &["import", "instruments", q.to_str().unwrap()],
+        ));
+    }
+    if situations::find_set(&mut conn, "tested-175")
+        .unwrap()
+        .is_none()
+    {
+        crate::humans::import_tested_175(db);
+    }
+    let (instrument, _) = instruments::load(&mut conn, key).unwrap().unwrap();
+    let set = situations::find_set(&mut conn, "tested-175").unwrap();
+    let config = emotionbench::domain::study::StudyConfig::new(slug, slug);
+    studies::create(
+        &mut conn,
+        &config,
+        emotionbench::domain::study::StudyStatus::Draft,
+        instrument,
+        set,
+        1,
+    )
+    .unwrap();
+}
+
+fn scale_run(db: &TestDb, server: &FakeServer, args: &[&str]) -> Output {
+    let cfg = config(&[provider(
+        "fake",
+        "openai",
+        &server.base_url(),
+        "concurrency = 4\nbackoff_base_ms = 10",
+    )]);
+    let mut all = vec!["run", "--provider", "fake", "--model", "m", "--seed", "5"];
+    all.extend_from_slice(args);
+    eb(db, &cfg, &all, &[])
+}
+
+/// The user message a trial sent.
+fn user_message(t: &TrialRecord) -> String {
+    let body: serde_json::Value = serde_json::from_str(t.request.as_deref().unwrap()).unwrap();
+    emotionbench::llm::wire::request_messages(&body)
+        .into_iter()
+        .find(|(role, _)| role == "user")
+        .unwrap()
+        .1
+}
+
+fn a_bdi_run_sends_bdis_own_options_and_parses_0_to_3(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    scale_study(&db, "bdi", "BDI");
+    // Display position p (1-based) is answered (p - 1) % 4: every value 0..=3 occurs, 0 too.
+    let server = FakeServer::start(|req| {
+        let text: Vec<String> = (1..=req.item_count())
+            .map(|p| format!("{p}. {}", (p - 1) % 4))
+            .collect();
+        FakeAction::text(req, &text.join("\n"), Duration::ZERO)
+    })
+    .unwrap();
+    let out = ok(scale_run(
+        &db,
+        &server,
+        &["--study", "bdi", "--default-repeats", "2", "--repeats", "1"],
+    ));
+    assert!(out.contains("instrument BDI"), "{out}");
+    let ts = trials(&db, run_id(&out));
+    // BDI is the Depression scale: 30 tested Depression situations + 2 default trials.
+    assert_eq!(ts.len(), 32);
+    for t in &ts {
+        assert_eq!(t.status, "done", "{t:?}");
+        assert!(
+            t.situation_key.is_empty() || t.situation_key.starts_with("Depression-"),
+            "{}",
+            t.situation_key
+        );
+        let order: Vec<u32> = serde_json::from_str(&t.item_order).unwrap();
+        assert_eq!(order.len(), 21);
+        let s = scores(t);
+        for (p, item) in order.iter().enumerate() {
+            assert_eq!(s[*item as usize - 1], (p % 4) as i32, "{t:?}");
+        }
+        // The prompt is BDI's own: its range and its items with their four options.
+        let user = user_message(t);
+        assert!(user.contains("numbers from 0 to 3"), "{user}");
+        assert!(
+            user.contains(
+                ". 0. I do not feel sad. 1. I feel sad. 2. I am sad all the time and I can't \
+                 snap out of it. 3. I am so sad and unhappy that I can't stand it."
+            ),
+            "{user}"
+        );
+    }
+
+    // A 4 is outside BDI's range: re-asked, then the trial fails as a parse error.
+    let server = FakeServer::start(|req| FakeAction::answer(req, 4, Duration::ZERO)).unwrap();
+    let out = ok(scale_run(
+        &db,
+        &server,
+        &["--study", "bdi", "--default-repeats", "1", "--repeats", "0"],
+    ));
+    let t = &trials(&db, run_id(&out))[0];
+    assert_eq!(t.status, "failed");
+    assert_eq!(t.error_class.as_deref(), Some("parse"));
+    assert!(
+        t.error.as_deref().unwrap().contains("outside 0..=3"),
+        "{t:?}"
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+fn an_agq_run_takes_only_anger_situations_and_parses_1_to_7(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    scale_study(&db, "agq", "AGQ");
+    let server = FakeServer::start(|req| FakeAction::answer(req, 7, Duration::ZERO)).unwrap();
+    let out = ok(scale_run(
+        &db,
+        &server,
+        &["--study", "agq", "--default-repeats", "1", "--repeats", "1"],
+    ));
+    assert!(out.contains("AGQ is the Anger scale"), "{out}");
+    let ts = trials(&db, run_id(&out));
+    let evoked: Vec<&TrialRecord> = ts.iter().filter(|t| t.measure == "evoked").collect();
+    assert_eq!(evoked.len(), 25, "the 25 tested Anger situations");
+    assert!(evoked.iter().all(|t| t.situation_key.starts_with("Anger-")));
+    for t in &ts {
+        assert_eq!(t.status, "done", "{t:?}");
+        assert_eq!(scores(t), vec![7; 29]);
+        assert!(user_message(t).contains("scale of 1 to 7"));
+    }
+    // Other emotions only when named.
+    let out = ok(scale_run(
+        &db,
+        &server,
+        &[
+            "--study",
+            "agq",
+            "--default-repeats",
+            "0",
+            "--repeats",
+            "1",
+            "--situations",
+            "emotion:Fear",
+        ],
+    ));
+    assert!(!out.contains("Anger scale"), "{out}");
+    let ts = trials(&db, run_id(&out));
+    assert_eq!(ts.len(), 25);
+    assert!(ts.iter().all(|t| t.situation_key.starts_with("Fear-")));
+    // --instrument: FSS on the same study's situations takes FSS's emotion, Fear, and its
+    // 52 items, on 1..=5 (a 7 would now be out of range).
+    let server = FakeServer::start(|req| FakeAction::answer(req, 5, Duration::ZERO)).unwrap();
+    let out = ok(scale_run(
+        &db,
+        &server,
+        &[
+            "--study",
+            "agq",
+            "--instrument",
+            "FSS",
+            "--default-repeats",
+            "1",
+            "--repeats",
+            "1",
+        ],
+    ));
+    assert!(out.contains("FSS is the Fear scale"), "{out}");
+    let ts = trials(&db, run_id(&out));
+    assert_eq!(ts.len(), 26);
+    for t in &ts {
+        assert!(t.situation_key.is_empty() || t.situation_key.starts_with("Fear-"));
+        assert_eq!(t.status, "done", "{t:?}");
+        assert_eq!(scores(t).len(), 52);
+    }
+    let o = scale_run(&db, &server, &["--study", "agq", "--instrument", "nope"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no instrument \"nope\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
+on_both_backends!(
+    a_bdi_run_sends_bdis_own_options_and_parses_0_to_3,
+    an_agq_run_takes_only_anger_situations_and_parses_1_to_7
+);

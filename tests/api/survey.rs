@@ -20,6 +20,38 @@ pub fn make_study(app: &TestApp, slug: &str, tweak: impl FnOnce(&mut StudyConfig
     }
     let set = situations::find_set(&mut conn, "demo").unwrap().unwrap();
     let inst = instruments::ensure_builtin(&mut conn).unwrap();
+    create_study(&mut conn, slug, inst, set, tweak);
+}
+
+/// A study like [`make_study`] on an instrument of the upstream `questionnaires.json` (imported
+/// here when missing); false (skipped) without the upstream data.
+pub fn make_scale_study(app: &TestApp, slug: &str, key: &str) -> bool {
+    let Some(data) = crate::helpers::upstream() else {
+        return false;
+    };
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    if instruments::load(&mut conn, key).unwrap().is_none() {
+        emotionbench::ops::import_instruments(&mut conn, &data.join("questionnaires.json"))
+            .unwrap();
+    }
+    let demo = emotionbench::domain::demo::demo_study();
+    if situations::find_set(&mut conn, "demo").unwrap().is_none() {
+        situations::import(&mut conn, "demo", "demo", &demo.situations).unwrap();
+    }
+    let set = situations::find_set(&mut conn, "demo").unwrap().unwrap();
+    let (inst, _) = instruments::load(&mut conn, key).unwrap().unwrap();
+    create_study(&mut conn, slug, inst, set, |_| {});
+    true
+}
+
+fn create_study(
+    conn: &mut emotionbench::store::DbConnection,
+    slug: &str,
+    inst: emotionbench::store::InstrumentId,
+    set: emotionbench::store::SituationSetId,
+    tweak: impl FnOnce(&mut StudyConfig),
+) {
     let mut c = StudyConfig::new(slug, "Feelings study");
     c.consent_text = "Please read this consent text.\n\nSecond paragraph.".into();
     c.debrief_text = "Thank you. This was about feelings.".into();
@@ -29,7 +61,7 @@ pub fn make_study(app: &TestApp, slug: &str, tweak: impl FnOnce(&mut StudyConfig
     c.code_screened_out = Some("FULL1".into());
     c.min_situation_seconds = 0;
     tweak(&mut c);
-    studies::create(&mut conn, &c, StudyStatus::Open, inst, Some(set), 42).unwrap();
+    studies::create(conn, &c, StudyStatus::Open, inst, Some(set), 42).unwrap();
 }
 
 /// Item numbers of the questionnaire on this page, in display order.
@@ -443,6 +475,156 @@ fn closed_and_full_studies_show_a_polite_page(db: TestDb) {
     assert_eq!(count(&app, "participants"), 0);
     assert_eq!(app.browser().get("/s/nosuchstudy").status, 404);
 }
+
+/// The radio values offered for item `n` on a page, in order.
+fn radio_values(html: &str, n: u32) -> Vec<String> {
+    let needle = format!("name=\"item-{n}\" value=\"");
+    html.split(&needle)
+        .skip(1)
+        .map(|p| p.split('"').next().unwrap().to_owned())
+        .collect()
+}
+
+/// Posts the questionnaire page with `value(item)` for every item.
+fn post_items(b: &Browser, path: &str, page: &Reply, value: impl Fn(u32) -> String) -> Reply {
+    let csrf = page.csrf();
+    let owned: Vec<(String, String)> = items_on(page)
+        .into_iter()
+        .map(|n| (format!("item-{n}"), value(n)))
+        .collect();
+    let mut fields: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    fields.push(("csrf", &csrf));
+    b.post(path, &fields)
+}
+
+fn default_answers(app: &TestApp, slug: &str) -> Vec<(u32, i32)> {
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let s = studies::load(&mut conn, slug).unwrap().unwrap();
+    let p = participants::by_pid(&mut conn, s.id, PID).unwrap().unwrap();
+    let mut a: Vec<(u32, i32)> = participants::answers(&mut conn, p.id)
+        .unwrap()
+        .into_iter()
+        .filter(|(phase, _, _)| phase == "default")
+        .map(|(_, item, value)| (item as u32, value))
+        .collect();
+    a.sort_unstable();
+    a
+}
+
+fn a_1_to_7_scale_renders_seven_choices_labelled_where_the_scale_labels_them(db: TestDb) {
+    let app = spawn_app(db);
+    if !make_scale_study(&app, "agq", "AGQ") {
+        return;
+    }
+    let b = app.browser();
+    let (page, path) = walk_to(&b, &format!("/s/agq?PROLIFIC_PID={PID}"), "feelings-now");
+    assert_eq!(page.status, 200);
+    let items = items_on(&page);
+    assert_eq!(items.len(), 29);
+    for n in &items {
+        assert_eq!(
+            radio_values(&page.body, *n),
+            ["1", "2", "3", "4", "5", "6", "7"]
+        );
+    }
+    // AGQ labels its two ends only; the middle values are bare numbers.
+    assert!(
+        page.body
+            .contains("<span>1 – extremely uncharacteristic of me</span>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("<span>7 – extremely characteristic of me</span>")
+    );
+    assert!(page.body.contains("<span>4</span>"));
+    assert!(
+        page.body
+            .contains("When people are especially nice, I wonder what they want.")
+    );
+    assert!(
+        !page.body.contains("words that describe"),
+        "PANAS instructions on AGQ"
+    );
+    // 8 is outside 1..=7: the page comes back, nothing stored.
+    let r = post_items(&b, &path, &page, |n| {
+        if n == 3 { "8".into() } else { "7".into() }
+    });
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(default_answers(&app, "agq").is_empty());
+    // 7 and 1 are in range.
+    let r = post_items(&b, &path, &page, |n| {
+        if n % 2 == 0 { "7".into() } else { "1".into() }
+    });
+    assert_eq!(r.status, 303, "{}", r.body);
+    let stored = default_answers(&app, "agq");
+    assert_eq!(stored.len(), 29);
+    assert!(
+        stored
+            .iter()
+            .all(|(n, v)| *v == if n % 2 == 0 { 7 } else { 1 })
+    );
+}
+
+fn a_bdi_page_offers_each_items_own_four_statements(db: TestDb) {
+    let app = spawn_app(db);
+    if !make_scale_study(&app, "bdi", "BDI") {
+        return;
+    }
+    let b = app.browser();
+    let (page, path) = walk_to(&b, &format!("/s/bdi?PROLIFIC_PID={PID}"), "feelings-now");
+    assert_eq!(page.status, 200);
+    let items = items_on(&page);
+    assert_eq!(items.len(), 21);
+    for n in &items {
+        assert_eq!(radio_values(&page.body, *n), ["0", "1", "2", "3"]);
+    }
+    // Item 1's own statements are its choices, each once (not repeated in the legend).
+    for option in [
+        "I do not feel sad.",
+        "I feel sad.",
+        "I am sad all the time and I can&#39;t snap out of it.",
+        "I am so sad and unhappy that I can&#39;t stand it.",
+    ] {
+        let label = format!("<span>{option}</span>");
+        assert_eq!(
+            page.body.matches(&label).count(),
+            1,
+            "{label}\n{}",
+            page.body
+        );
+    }
+    assert!(
+        !page.body.contains("0. I do not feel sad."),
+        "options repeated in the legend"
+    );
+    assert!(page.body.contains("Choose one statement"));
+    // 4 is outside 0..=3; a missing answer is refused too.
+    let r = post_items(&b, &path, &page, |n| {
+        if n == 21 { "4".into() } else { "0".into() }
+    });
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body.contains("I do not feel sad."),
+        "the page comes back with its options"
+    );
+    assert!(default_answers(&app, "bdi").is_empty());
+    let r = post_items(&b, &path, &page, |n| ((n % 4) as i32).to_string());
+    assert_eq!(r.status, 303, "{}", r.body);
+    let stored = default_answers(&app, "bdi");
+    assert_eq!(stored.len(), 21);
+    assert!(stored.iter().all(|(n, v)| *v == (n % 4) as i32));
+}
+
+on_both_backends!(
+    a_1_to_7_scale_renders_seven_choices_labelled_where_the_scale_labels_them,
+    a_bdi_page_offers_each_items_own_four_statements,
+);
 
 on_both_backends!(
     the_whole_flow_from_the_prolific_link_to_the_completion_redirect,
