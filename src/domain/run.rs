@@ -237,12 +237,7 @@ mod tests {
 
     #[test]
     fn selections_match_by_emotion_factor_code_factor_name_and_key() {
-        let s = situation(
-            "Anger-0_scenario-1",
-            "Anger",
-            0,
-            "Queue Jumpers",
-        );
+        let s = situation("Anger-0_scenario-1", "Anger", 0, "Queue Jumpers");
         assert!(Selection::Emotions(vec!["anger".into()]).matches(&s));
         assert!(!Selection::Emotions(vec!["Fear".into()]).matches(&s));
         assert!(Selection::Factors(vec!["Anger-0".into()]).matches(&s));

@@ -143,7 +143,7 @@ impl ConnectionManager {
                 // in the file, but setting it again is cheap and covers a fresh file).
                 conn.batch_execute(
                     "PRAGMA journal_mode = WAL;
-                     PRAGMA busy_timeout = 10000;
+                     PRAGMA busy_timeout = 30000;
                      PRAGMA foreign_keys = ON;
                      PRAGMA synchronous = NORMAL;",
                 )

@@ -401,6 +401,11 @@ fn transition(
     to: &str,
 ) -> Result<Run, StoreError> {
     conn.transaction(|conn| {
+        // Write first: takes SQLite's write lock (a read-then-write transaction could fail with
+        // "database is locked" when another writer commits in between) and Postgres' row lock.
+        diesel::update(model_runs::table.find(id.0))
+            .set(model_runs::updated_at.eq(model_runs::updated_at))
+            .execute(conn)?;
         let run = get(conn, id)?.ok_or_else(|| StoreError::Conflict(format!("no run {id}")))?;
         if run.status == to && to != status::QUEUED {
             return Ok(run);

@@ -128,7 +128,10 @@ fn the_175_tested_situations_import_as_their_own_set(db: TestDb) {
         "Anger-0_scenario-0\tAnger\t0\t{}\t",
         first.get(col("factor_name")).unwrap()
     );
-    assert!(listed.lines().nth(1).unwrap().starts_with(&expected), "{listed}");
+    assert!(
+        listed.lines().nth(1).unwrap().starts_with(&expected),
+        "{listed}"
+    );
     let sets = ok(cli(&db.url, &["situations", "list"]));
     assert!(sets.contains("tested-175"), "{sets}");
 }
