@@ -117,6 +117,15 @@ struct ReportArgs {
 enum BenchCommand {
     /// The full protocol (50 default + 1,750 evoked trials) against a local fake provider.
     Runner(bench::BenchArgs),
+    /// Generate a study in a temporary SQLite database and time the live monitor's queries.
+    Monitor {
+        /// Participants to generate (completed).
+        #[arg(long, default_value_t = 100_000)]
+        participants: usize,
+        /// Timed loads of the monitor (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
     /// Drive real HTTP participants through the whole survey and report throughput and latency.
     Survey(BenchSurveyArgs),
     /// Generate a study in a temporary SQLite database and time the long export of it.
@@ -717,6 +726,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             participants,
             output,
         }) => bench_export(participants, output.as_deref()),
+        Command::Bench(BenchCommand::Monitor { participants, runs }) => {
+            bench_monitor(participants, runs)
+        }
         Command::Bench(BenchCommand::Report {
             participants,
             models,
@@ -1115,6 +1127,44 @@ fn peak_rss_kib() -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn bench_monitor(participants: usize, runs: usize) -> anyhow::Result<()> {
+    let dir = tempfile_dir()?;
+    let url = format!("sqlite://{}", dir.join("bench.db").display());
+    let pool = db::connect(&url, 2)?;
+    let mut conn = pool.get()?;
+    db::migrate(&mut conn)?;
+    let started = std::time::Instant::now();
+    ops::generate_study(&mut conn, "bench", participants, 1)?;
+    println!(
+        "generated {participants} participants in {:.1} s (SQLite, temporary)",
+        started.elapsed().as_secs_f64()
+    );
+    let study =
+        store::studies::load(&mut conn, "bench")?.context("the generated study is missing")?;
+    let mut times = Vec::new();
+    for _ in 0..runs.max(1) {
+        let t = std::time::Instant::now();
+        let m = store::monitor::load(&mut conn, &study)?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        anyhow::ensure!(
+            m.counts.completed as usize == participants,
+            "unexpected counts"
+        );
+    }
+    times.sort_by(f64::total_cmp);
+    drop(conn);
+    drop(pool);
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "monitor: median {:.1} ms over {} loads (min {:.1}, max {:.1})",
+        times[times.len() / 2],
+        times.len(),
+        times[0],
+        times[times.len() - 1]
+    );
+    Ok(())
 }
 
 fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()> {
