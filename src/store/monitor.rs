@@ -61,6 +61,9 @@ pub struct Monitor {
     pub latest: Vec<Completion>,
 }
 
+/// The median completion time is taken over this many latest completions.
+pub const MEDIAN_OF_LATEST: i64 = 2_000;
+
 pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
     let t = now();
     let mut counts = StatusCounts::default();
@@ -133,12 +136,16 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
         f.target += i64::from(study.target_per_situation);
     }
 
-    // Live participants only: imported cohorts have no meaningful durations.
-    let live_completed = participants::table
+    // Live participants only (imported cohorts have no meaningful durations), and the latest
+    // 2,000 of them: a recent median that stays cheap at any study size (index on
+    // study_id, completed_at).
+    let mut durations: Vec<i64> = participants::table
         .filter(participants::study_id.eq(study.id))
+        .filter(participants::completed_at.is_not_null())
         .filter(participants::status.eq("completed"))
-        .filter(participants::imported.eq(false));
-    let mut durations: Vec<i64> = live_completed
+        .filter(participants::imported.eq(false))
+        .order(participants::completed_at.desc())
+        .limit(MEDIAN_OF_LATEST)
         .select((participants::created_at, participants::completed_at))
         .load::<(NaiveDateTime, Option<NaiveDateTime>)>(conn)?
         .into_iter()
@@ -167,6 +174,7 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
     let latest = participants::table
         .left_join(situations::table)
         .filter(participants::study_id.eq(study.id))
+        .filter(participants::completed_at.is_not_null())
         .filter(participants::status.eq("completed"))
         .filter(participants::imported.eq(false))
         .order(participants::completed_at.desc())
