@@ -195,22 +195,7 @@ mod tests {
     use super::super::situation::{Situation, canonical_emotion, parse_key, parse_situations};
     use super::*;
 
-    const DATA_DIR: &str = "/work/shared/emotionbench";
-
-    /// Upstream data, or `None` with a skip message; on CI its absence is a failure.
-    fn upstream(relative: &str) -> Option<String> {
-        let path = std::path::Path::new(DATA_DIR).join(relative);
-        match std::fs::read_to_string(&path) {
-            Ok(content) => Some(content),
-            Err(err) => {
-                if std::env::var("CI").as_deref() == Ok("true") {
-                    panic!("EmotionBench data missing on CI: {}: {err}", path.display());
-                }
-                eprintln!("skipping: {} not available ({err})", path.display());
-                None
-            }
-        }
-    }
+    use super::super::testdata::upstream;
 
     fn words(text: &str) -> Vec<String> {
         text.chars()

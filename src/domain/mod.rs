@@ -17,3 +17,36 @@ pub mod study;
 pub mod survey;
 
 pub use error::ImportError;
+
+/// Test support shared by the domain's unit tests.
+#[cfg(test)]
+pub(crate) mod testdata {
+    use std::path::PathBuf;
+
+    /// The upstream EmotionBench data: `$EMOTIONBENCH_UPSTREAM_DATA`, or `shared/emotionbench`
+    /// beside the checkout (never committed to this repository).
+    pub fn dir() -> PathBuf {
+        std::env::var_os("EMOTIONBENCH_UPSTREAM_DATA")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/emotionbench")
+            })
+    }
+
+    /// One upstream file, or `None` with a skip message; under `CI=true` its absence fails.
+    pub fn upstream(relative: &str) -> Option<String> {
+        let path = dir().join(relative);
+        match std::fs::read_to_string(&path) {
+            Ok(content) => Some(content),
+            Err(err) => {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "EmotionBench data missing on CI: {}: {err}",
+                    path.display()
+                );
+                eprintln!("SKIPPED: {} not available ({err})", path.display());
+                None
+            }
+        }
+    }
+}
