@@ -142,7 +142,7 @@ pub enum ScoreError {
 }
 
 /// The public PANAS adjectives (Watson, Clark & Tellegen, 1988) in the standard order.
-const PANAS_ITEMS: [&str; 20] = [
+pub const PANAS_ITEMS: [&str; 20] = [
     "Interested",
     "Distressed",
     "Excited",

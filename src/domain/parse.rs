@@ -1065,28 +1065,7 @@ mod tests {
 
     use super::*;
 
-    const PANAS: [&str; 20] = [
-        "Interested",
-        "Distressed",
-        "Excited",
-        "Upset",
-        "Strong",
-        "Guilty",
-        "Scared",
-        "Hostile",
-        "Enthusiastic",
-        "Proud",
-        "Irritable",
-        "Alert",
-        "Ashamed",
-        "Inspired",
-        "Nervous",
-        "Determined",
-        "Attentive",
-        "Jittery",
-        "Active",
-        "Afraid",
-    ];
+    use super::super::instrument::PANAS_ITEMS as PANAS;
 
     /// A fixed shuffle of the 20 PANAS items: position 1 shows item 7 ("Scared"), etc.
     const ORDER: [u32; 20] = [

@@ -653,29 +653,7 @@ mod tests {
 
     use super::super::testdata::upstream;
 
-    /// The PANAS adjectives in canonical order (public item words).
-    const PANAS_WORDS: [&str; 20] = [
-        "Interested",
-        "Distressed",
-        "Excited",
-        "Upset",
-        "Strong",
-        "Guilty",
-        "Scared",
-        "Hostile",
-        "Enthusiastic",
-        "Proud",
-        "Irritable",
-        "Alert",
-        "Ashamed",
-        "Inspired",
-        "Nervous",
-        "Determined",
-        "Attentive",
-        "Jittery",
-        "Active",
-        "Afraid",
-    ];
+    use super::super::instrument::PANAS_ITEMS as PANAS_WORDS;
 
     /// The item block of the canonical PANAS, written out by hand.
     const PANAS_CANONICAL_LINES: &str = "1. Interested\n2. Distressed\n3. Excited\n4. Upset\n\
