@@ -141,9 +141,12 @@ impl ConnectionManager {
                 })?;
                 // On every connection: these are per-connection settings in SQLite (WAL persists
                 // in the file, but setting it again is cheap and covers a fresh file).
+                // busy_timeout comes first: `journal_mode` takes a lock on the file and, set
+                // before the timeout, fails at once with "database is locked" while another
+                // process (a worker, a checkpoint) holds it.
                 conn.batch_execute(
-                    "PRAGMA journal_mode = WAL;
-                     PRAGMA busy_timeout = 30000;
+                    "PRAGMA busy_timeout = 30000;
+                     PRAGMA journal_mode = WAL;
                      PRAGMA foreign_keys = ON;
                      PRAGMA synchronous = NORMAL;",
                 )
