@@ -92,6 +92,18 @@ struct ReportArgs {
     /// `all` or a comma-separated list of model names.
     #[arg(long, default_value = "all")]
     models: ops::ModelSelection,
+    /// One cohort per run instead of per model (comma-separated run ids, see `emotionbench
+    /// runs`). With exactly two runs, e.g. one model under `eb-code` and under `stability`, the
+    /// report also compares them: per emotion, each Δ and the difference with its test.
+    #[arg(long, value_delimiter = ',', conflicts_with = "models")]
+    runs: Vec<i64>,
+    /// The instrument the model trials answered (e.g. AGQ); default: the study's. Humans are
+    /// included only on their own instrument.
+    #[arg(long)]
+    instrument: Option<String>,
+    /// Only the humans on this side of the study's split (`emotionbench split`): train or test.
+    #[arg(long, value_parser = parse_side)]
+    split: Option<emotionbench::domain::split::Side>,
     /// `paper`: the upstream procedure (F-test, Student or Welch, ε = 1e-8 on SDs, repeats
     /// pooled); `default`: Welch without ε.
     #[arg(long, default_value = "default")]
@@ -744,7 +756,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 unit: args.unit,
                 correction: args.correction,
             };
-            let report = ops::report(&mut conn, &args.study, &args.models, options)?;
+            let request = ops::ReportRequest {
+                models: args.models.clone(),
+                runs: args.runs.clone(),
+                instrument: args.instrument.clone(),
+                split: args.split,
+                ..ops::ReportRequest::new(&args.study, options)
+            };
+            let report = ops::report(&mut conn, &request)?;
             let text = emotionbench::export::report::render(&report, args.format)?;
             match &args.output {
                 Some(path) => {
@@ -1252,7 +1271,7 @@ fn bench_report(
         let mut cohorts = 0;
         for _ in 0..runs.max(1) {
             let t = std::time::Instant::now();
-            let report = ops::report(&mut conn, "bench", &ops::ModelSelection::All, options)?;
+            let report = ops::report(&mut conn, &ops::ReportRequest::new("bench", options))?;
             let text = emotionbench::export::report::render(
                 &report,
                 emotionbench::export::report::Format::Json,
@@ -1284,4 +1303,9 @@ fn tempfile_dir() -> anyhow::Result<PathBuf> {
     ));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     Ok(dir)
+}
+
+fn parse_side(s: &str) -> Result<emotionbench::domain::split::Side, String> {
+    emotionbench::domain::split::Side::parse(s)
+        .ok_or_else(|| format!("unknown split side {s:?}: expected train or test"))
 }

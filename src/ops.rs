@@ -12,7 +12,7 @@ use crate::domain::situation::parse_situations;
 use crate::domain::study::{StudyConfig, StudyStatus};
 use crate::domain::{ImportError, situation::SituationFormat};
 use crate::store::{
-    self, DbConnection, StoreError, audit, instruments, situations, studies, users,
+    self, DbConnection, StoreError, audit, instruments, runs, situations, studies, users,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -866,6 +866,37 @@ impl std::str::FromStr for ModelSelection {
     }
 }
 
+/// What a report covers besides the statistical options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRequest {
+    pub study: String,
+    /// Model cohorts, by name (each pools all its runs on the instrument).
+    pub models: ModelSelection,
+    /// Instead of models: one cohort per run. With exactly two runs the report also compares
+    /// them (the prompt-variant comparison).
+    pub runs: Vec<i64>,
+    /// The instrument (key) the trials were answered on; default: the study's. Humans are
+    /// included only when it is the study's instrument (theirs).
+    pub instrument: Option<String>,
+    /// Only the humans on this side of the study's split (train/test).
+    pub split: Option<crate::domain::split::Side>,
+    pub options: crate::domain::report::Options,
+}
+
+impl ReportRequest {
+    /// All models, all humans, the study's instrument.
+    pub fn new(study: &str, options: crate::domain::report::Options) -> ReportRequest {
+        ReportRequest {
+            study: study.to_owned(),
+            models: ModelSelection::All,
+            runs: Vec::new(),
+            instrument: None,
+            split: None,
+            options,
+        }
+    }
+}
+
 /// Why a report cannot be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -879,6 +910,18 @@ pub enum ReportError {
         model: String,
         have: String,
     },
+    #[error("there is no instrument {0:?}")]
+    NoInstrument(String),
+    #[error("study {study:?} has no run {run}")]
+    UnknownRun { study: String, run: i64 },
+    #[error("run {run} is on instrument {has}, not {wanted}: compare runs on one instrument")]
+    RunInstrument {
+        run: i64,
+        has: String,
+        wanted: String,
+    },
+    #[error("study {0:?} has no split: run `emotionbench split` first")]
+    NoSplit(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -894,20 +937,29 @@ impl From<diesel::result::Error> for ReportError {
 /// default mode with the instrument authors' (identical for PANAS).
 pub fn report(
     conn: &mut DbConnection,
-    slug: &str,
-    models: &ModelSelection,
-    options: crate::domain::report::Options,
+    request: &ReportRequest,
 ) -> Result<crate::domain::report::Report, ReportError> {
     use crate::domain::instrument::Convention;
     use crate::domain::report::{
         Factor, HumanObservation, Inputs, Layout, Measure, Mode, ModelInput, Trial, build,
     };
     use std::collections::HashMap;
+    let slug = request.study.as_str();
+    let options = request.options;
     let study = studies::load(conn, slug)?.ok_or_else(|| ReportError::NoStudy(slug.to_owned()))?;
     let set = study
         .situation_set_id
         .ok_or_else(|| ReportError::NoSituationSet(slug.to_owned()))?;
-    let instrument = instruments::get(conn, store::InstrumentId(study.instrument_id))?;
+    let instrument_id = match &request.instrument {
+        None => store::InstrumentId(study.instrument_id),
+        Some(key) => {
+            instruments::load(conn, key)?
+                .ok_or_else(|| ReportError::NoInstrument(key.clone()))?
+                .0
+        }
+    };
+    let instrument = instruments::get(conn, instrument_id)?;
+    let humans_answer_it = instrument_id.0 == study.instrument_id;
     let convention = match options.mode {
         Mode::Paper => Convention::Paper,
         Mode::Default => Convention::Authored,
@@ -953,9 +1005,17 @@ pub fn report(
             .ok()
             .map(|v| v.into_iter().map(|c| c.value).collect())
     };
-    // Humans: rows come ordered by participant, phase, item.
+    // Humans (only on their own instrument): rows come ordered by participant, phase, item.
+    let split = request.split.map(|s| s.as_str());
+    if split.is_some() && !store::report::has_split(conn, study.id)? {
+        return Err(ReportError::NoSplit(slug.to_owned()));
+    }
     let mut humans = Vec::new();
-    let rows = store::report::completed_answers(conn, study.id)?;
+    let rows = if humans_answer_it {
+        store::report::completed_answers(conn, study.id, split)?
+    } else {
+        Vec::new()
+    };
     let mut i = 0;
     while i < rows.len() {
         let (pid, situation) = (rows[i].0, rows[i].1);
@@ -977,48 +1037,72 @@ pub fn report(
             });
         }
     }
-    // Models.
-    let have = store::report::models(conn, study.id)?;
-    let names = match models {
-        ModelSelection::All => have.clone(),
-        ModelSelection::Only(list) => {
-            for m in list {
-                if !have.contains(m) {
-                    return Err(ReportError::UnknownModel {
-                        study: slug.to_owned(),
-                        model: m.clone(),
-                        have: if have.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            have.join(", ")
-                        },
-                    });
+    // Model cohorts: by model name, or one per requested run.
+    let (cohort_names, filter) = if request.runs.is_empty() {
+        let have = store::report::models(conn, study.id, instrument_id.0)?;
+        let names = match &request.models {
+            ModelSelection::All => have.clone(),
+            ModelSelection::Only(list) => {
+                for m in list {
+                    if !have.contains(m) {
+                        return Err(ReportError::UnknownModel {
+                            study: slug.to_owned(),
+                            model: m.clone(),
+                            have: if have.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                have.join(", ")
+                            },
+                        });
+                    }
                 }
+                list.clone()
             }
-            list.clone()
+        };
+        (names.clone(), store::report::TrialFilter::Models(names))
+    } else {
+        let mut names = Vec::with_capacity(request.runs.len());
+        for &id in &request.runs {
+            let run = runs::get(conn, store::RunId(id))?
+                .filter(|r| r.study_id == Some(study.id))
+                .ok_or_else(|| ReportError::UnknownRun {
+                    study: slug.to_owned(),
+                    run: id,
+                })?;
+            if run.instrument_id != instrument_id.0 {
+                return Err(ReportError::RunInstrument {
+                    run: id,
+                    has: instruments::get(conn, store::InstrumentId(run.instrument_id))?.key,
+                    wanted: instrument.key.clone(),
+                });
+            }
+            names.push(format!("{} [{}, run {id}]", run.model, run.template));
         }
+        (names, store::report::TrialFilter::Runs(request.runs.clone()))
     };
-    let mut inputs: Vec<ModelInput> = names
+    let mut inputs: Vec<ModelInput> = cohort_names
         .iter()
         .map(|n| ModelInput {
             name: n.clone(),
             trials: Vec::new(),
         })
         .collect();
-    for (model, measure, situation, status, scores) in
-        store::report::trials(conn, study.id, &names)?
-    {
-        let Some(input) = inputs.iter_mut().find(|m| m.name == model) else {
+    for row in store::report::trials(conn, study.id, instrument_id.0, &filter)? {
+        let cohort = match &filter {
+            store::report::TrialFilter::Models(names) => names.iter().position(|m| *m == row.model),
+            store::report::TrialFilter::Runs(ids) => ids.iter().position(|r| *r == row.run_id),
+        };
+        let Some(input) = cohort.and_then(|c| inputs.get_mut(c)) else {
             continue;
         };
-        let measure = match measure.as_str() {
+        let measure = match row.measure.as_str() {
             "default" => Measure::Default,
-            _ => match situation.and_then(|s| Some((s, *factor_of.get(&s)?))) {
+            _ => match row.situation.and_then(|s| Some((s, *factor_of.get(&s)?))) {
                 Some((situation, factor)) => Measure::Evoked { factor, situation },
                 None => continue,
             },
         };
-        let scores = match (status.as_str(), scores) {
+        let scores = match (row.status.as_str(), row.scores) {
             ("done", Some(json)) => serde_json::from_str::<Vec<i32>>(&json)
                 .ok()
                 .and_then(|a| score(&a)),
@@ -1026,13 +1110,29 @@ pub fn report(
         };
         input.trials.push(Trial { measure, scores });
     }
+    let humans_from = match (humans_answer_it, request.split) {
+        (false, _) => format!(
+            "no humans: they answered {}, not {}",
+            instruments::get(conn, store::InstrumentId(study.instrument_id))?.key,
+            instrument.key
+        ),
+        (true, None) => "all completed participants".to_owned(),
+        (true, Some(side)) => format!(
+            "the completed participants on the {} side of the study's split",
+            side.as_str()
+        ),
+    };
+    let compare = (request.runs.len() == 2).then_some((0, 1));
     Ok(build(
         &Inputs {
             study: slug.to_owned(),
             instrument: instrument.key.clone(),
+            scoring: instrument.scoring_note(convention),
+            humans_from,
             layout,
             humans,
             models: inputs,
+            compare,
         },
         options,
     ))

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use super::{Nav, Researcher};
 use crate::domain::report::{Correction, Mode, Options, Unit};
 use crate::export::report::{View, view};
-use crate::ops::{self, ModelSelection, ReportError};
+use crate::domain::split::Side;
+use crate::ops::{self, ModelSelection, ReportError, ReportRequest};
 use crate::web::{AppError, AppState, render};
 
 /// Query parameters; all optional.
@@ -19,9 +20,43 @@ pub struct ReportQuery {
     unit: Option<String>,
     models: Option<String>,
     correction: Option<String>,
+    /// Comma-separated run ids (one cohort per run; two are compared).
+    runs: Option<String>,
+    instrument: Option<String>,
+    split: Option<String>,
 }
 
 impl ReportQuery {
+    /// The request for study `slug`.
+    fn request(&self, slug: &str) -> Result<ReportRequest, String> {
+        let (options, models) = self.options()?;
+        let nonempty = |s: &Option<String>| s.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+        let runs = match nonempty(&self.runs) {
+            None => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(|r| {
+                    r.trim()
+                        .parse::<i64>()
+                        .map_err(|_| format!("runs: {r:?} is not a run id"))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let split = match nonempty(&self.split).filter(|s| s != "all") {
+            None => None,
+            Some(s) => Some(
+                Side::parse(&s).ok_or_else(|| format!("split: {s:?} is not train or test"))?,
+            ),
+        };
+        Ok(ReportRequest {
+            models,
+            runs,
+            instrument: nonempty(&self.instrument),
+            split,
+            ..ReportRequest::new(slug, options)
+        })
+    }
+
     fn options(&self) -> Result<(Options, ModelSelection), String> {
         let mut o = Options::default();
         if let Some(m) = self.mode.as_deref().filter(|s| !s.is_empty()) {
@@ -63,6 +98,8 @@ struct ReportPage {
     nav: Nav,
     view: View,
     models: String,
+    runs: String,
+    split: String,
 }
 
 pub async fn show(
@@ -71,16 +108,22 @@ pub async fn show(
     slug: web::Path<String>,
     query: web::Query<ReportQuery>,
 ) -> Result<HttpResponse, AppError> {
-    let (options, models) = query.options().map_err(AppError::BadRequest)?;
-    let slug = slug.into_inner();
-    let selection = models.clone();
+    let request = query
+        .request(&slug.into_inner())
+        .map_err(AppError::BadRequest)?;
+    let models = request.models.clone();
+    let runs = request
+        .runs
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let split = request.split.map_or("all", Side::as_str).to_owned();
     let report = state
-        .db(
-            move |conn| match ops::report(conn, &slug, &selection, options) {
-                Err(ReportError::Store(e)) => Err(e),
-                other => Ok(other),
-            },
-        )
+        .db(move |conn| match ops::report(conn, &request) {
+            Err(ReportError::Store(e)) => Err(e),
+            other => Ok(other),
+        })
         .await?
         .map_err(|e| match e {
             ReportError::NoStudy(_) => AppError::NotFound,
@@ -94,5 +137,7 @@ pub async fn show(
             ModelSelection::All => "all".to_owned(),
             ModelSelection::Only(m) => m.join(","),
         },
+        runs,
+        split,
     })
 }

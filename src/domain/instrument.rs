@@ -383,6 +383,57 @@ impl Instrument {
         Ok(())
     }
 
+    /// How this instrument is scored under `convention`, and how the other convention differs,
+    /// in one or two sentences for a report's header.
+    pub fn scoring_note(&self, convention: Convention) -> String {
+        let reversed: Vec<String> = self
+            .items
+            .iter()
+            .filter(|i| i.reverse)
+            .map(|i| i.number.to_string())
+            .collect();
+        let how = match self.scoring.mode {
+            ScoreMode::Sum => "the sum",
+            ScoreMode::Mean => "the mean",
+        };
+        let mut authored = format!("{how} of the answers over each category's items");
+        if !reversed.is_empty() {
+            authored.push_str(&format!(
+                ", items {} reversed ({} − x)",
+                reversed.join(", "),
+                self.scoring.reverse_constant
+            ));
+        }
+        if self.scoring.multiplier != 1 {
+            authored.push_str(&format!(", times {}", self.scoring.multiplier));
+        }
+        let n = self.items.len();
+        let total = if self
+            .categories
+            .iter()
+            .any(|c| c.name == "Overall" && c.items.len() == n)
+        {
+            format!(" Overall is the total over all {n} items.")
+        } else {
+            String::new()
+        };
+        let key = &self.key;
+        if !self.paper_raw_sum {
+            return format!(
+                "{key} is scored as {authored}; the paper's tables and the instrument's authors                  agree on it.{total}"
+            );
+        }
+        let raw = "raw sums of the answers over each category's items, without reverse scoring                    or multiplier";
+        match convention {
+            Convention::Paper => format!(
+                "{key} is scored as the paper's tables (Table 5) did: {raw}. Its authors define                  it as {authored}; the default mode scores it that way.{total}"
+            ),
+            Convention::Authored => format!(
+                "{key} is scored as its authors define it: {authored}. The paper's tables                  (Table 5) used {raw} instead; --mode paper reproduces them.{total}"
+            ),
+        }
+    }
+
     /// answers: one per item in canonical order (answers[i] answers item i+1). Reverse items
     /// scored as reverse_constant - x; category value = sum (or mean) of its items times multiplier.
     ///
@@ -629,7 +680,22 @@ fn parse_record(number: usize, record: &Json) -> Result<Instrument, ImportError>
         item.reverse = reverse.contains(&item.number);
         item.options = parse_options(&item.text, min, max);
     }
-    let categories = parse_categories(&ctx, required(&ctx, fields, "categories")?, n)?;
+    let mut categories = parse_categories(&ctx, required(&ctx, fields, "categories")?, n)?;
+    // The paper reports a total for each of the eight emotion-specific scales (Table 5: sums
+    // over all items); upstream defines it as a category for six of them but not for GASP and
+    // MJS. Add it where it is missing so every scale has its Table-5 number.
+    let covers_all = |c: &Category| c.items.len() == n;
+    if target_emotion(&ctx.name).is_some() && !categories.iter().any(covers_all) {
+        let name = if categories.iter().any(|c| c.name == "Overall") {
+            "Total".to_owned()
+        } else {
+            "Overall".to_owned()
+        };
+        categories.push(Category {
+            name,
+            items: (1..=u32::try_from(n).unwrap_or(u32::MAX)).collect(),
+        });
+    }
 
     let instrument = Instrument {
         key: ctx.name.clone(),
@@ -2067,6 +2133,30 @@ mod tests {
         for key in ["PANAS", "FSS", "FDS", "BDI", "DASS-21", "GASP", "MJS"] {
             assert!(reversed(key).is_empty(), "{key}");
         }
+
+        // Every emotion-specific scale has a total over all its items (added for GASP and MJS,
+        // which upstream leaves without one); PANAS has none.
+        for (key, _) in SCALE_EMOTIONS {
+            let inst = by(key);
+            let totals: Vec<&Category> = inst
+                .categories
+                .iter()
+                .filter(|c| c.items.len() == inst.item_count())
+                .collect();
+            assert_eq!(totals.len(), 1, "{key}");
+            assert_eq!(totals[0].name, "Overall", "{key}");
+        }
+        assert_eq!(by("GASP").categories.len(), 5);
+        assert_eq!(by("MJS").categories.len(), 4);
+        assert!(by("PANAS").category("Overall").is_none());
+
+        // The report header's scoring notes name the convention and the difference.
+        let note = by("AGQ").scoring_note(Convention::Paper);
+        assert!(note.contains("raw sums") && note.contains("items 7, 18 reversed (8 − x)"), "{note}");
+        let note = by("DASS-21").scoring_note(Convention::Authored);
+        assert!(note.contains("times 2") && note.contains("--mode paper"), "{note}");
+        let note = by("PANAS").scoring_note(Convention::Paper);
+        assert!(note.contains("agree"), "{note}");
 
         let agq = by("AGQ");
         assert_eq!(

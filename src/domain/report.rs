@@ -318,8 +318,43 @@ pub struct Report {
     pub mode: Mode,
     pub unit: Unit,
     pub correction: Option<Correction>,
+    /// How the instrument's categories were scored in this mode, and how the other
+    /// convention differs (the report's header says it).
+    pub scoring: String,
+    /// Which humans: all completed participants, or one side of the study's split.
+    pub humans_from: String,
     pub cohorts: Vec<Cohort>,
     pub alignment: Vec<Alignment>,
+    /// Two model cohorts that differ only in their prompt template, compared.
+    pub comparison: Option<Comparison>,
+}
+
+/// One row of a comparison of two prompt variants: the change under each and the difference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ComparisonRow {
+    pub level: Level,
+    pub emotion: Option<String>,
+    pub category: String,
+    /// Δ (evoked − default) of the first cohort.
+    pub delta_a: Option<f64>,
+    /// Δ of the second cohort.
+    pub delta_b: Option<f64>,
+    /// `delta_b − delta_a`.
+    pub difference: Option<f64>,
+    pub t: Option<f64>,
+    pub df: Option<f64>,
+    pub p: Option<f64>,
+    pub significant: bool,
+}
+
+/// Two cohorts of one model whose runs differ in the prompt template, side by side: per group
+/// (overall and each emotion) and category, each Δ and the difference of the two Δs, tested
+/// with Welch–Satterthwaite over the four samples ([`stats::difference_of_changes`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub a: String,
+    pub b: String,
+    pub rows: Vec<ComparisonRow>,
 }
 
 impl Report {
@@ -711,9 +746,15 @@ pub struct Inputs {
     pub study: String,
     pub instrument: String,
     pub layout: Layout,
-    /// `None` or empty: no human cohort.
+    /// The scoring note for the header (see [`Report::scoring`]).
+    pub scoring: String,
+    /// Which humans (see [`Report::humans_from`]).
+    pub humans_from: String,
+    /// Empty: no human cohort.
     pub humans: Vec<HumanObservation>,
     pub models: Vec<ModelInput>,
+    /// Indexes into `models` of two prompt variants to compare.
+    pub compare: Option<(usize, usize)>,
 }
 
 /// Computes the report.
@@ -736,6 +777,14 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
             .collect(),
         None => Vec::new(),
     };
+    let comparison = inputs.compare.and_then(|(a, b)| {
+        Some(compare(
+            &inputs.layout,
+            inputs.models.get(a)?,
+            inputs.models.get(b)?,
+            options,
+        ))
+    });
     Report {
         study: inputs.study.clone(),
         instrument: inputs.instrument.clone(),
@@ -743,8 +792,73 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
         mode: options.mode,
         unit: options.unit,
         correction: options.correction,
+        scoring: inputs.scoring.clone(),
+        humans_from: inputs.humans_from.clone(),
         cohorts,
         alignment,
+        comparison,
+    }
+}
+
+/// The scored default trials and evoked trials (factor, situation, scores) of a model.
+fn split_trials(model: &ModelInput) -> (Vec<&[f64]>, Vec<(usize, i64, &[f64])>) {
+    let mut defaults = Vec::new();
+    let mut evoked = Vec::new();
+    for t in &model.trials {
+        match (&t.scores, t.measure) {
+            (None, _) => {}
+            (Some(s), Measure::Default) => defaults.push(s.as_slice()),
+            (Some(s), Measure::Evoked { factor, situation }) => evoked.push((factor, situation, s.as_slice())),
+        }
+    }
+    (defaults, evoked)
+}
+
+/// Compares two prompt variants of one model: overall and per emotion, per category, the Δ of
+/// each, `Δb − Δa`, and its test. Units follow `options.unit`; significance is `p ≤ α`.
+pub fn compare(layout: &Layout, a: &ModelInput, b: &ModelInput, options: Options) -> Comparison {
+    let (da, ea) = split_trials(a);
+    let (db, eb) = split_trials(b);
+    let mut rows = Vec::new();
+    for (level, select) in selections(layout)
+        .into_iter()
+        .filter(|(l, _)| *l != Level::Factor)
+    {
+        for (c, name) in layout.categories.iter().enumerate() {
+            let column = |d: &[&[f64]]| -> Vec<f64> { d.iter().filter_map(|s| s.get(c).copied()).collect() };
+            let samples = [
+                column(&da),
+                evoked_values(layout, &ea, select, c, options.unit),
+                column(&db),
+                evoked_values(layout, &eb, select, c, options.unit),
+            ];
+            let s: Vec<Option<Summary>> = samples.iter().map(|x| stats::try_summary(x)).collect();
+            let delta = |d: Option<Summary>, e: Option<Summary>| finite(e?.mean - d?.mean);
+            let delta_a = delta(s[0], s[1]);
+            let delta_b = delta(s[2], s[3]);
+            let test = match (s[0], s[1], s[2], s[3]) {
+                (Some(w), Some(x), Some(y), Some(z)) => stats::difference_of_changes(w, x, y, z)
+                    .filter(|t| t.t.is_finite() && t.df.is_finite() && t.p.is_finite()),
+                _ => None,
+            };
+            rows.push(ComparisonRow {
+                level,
+                emotion: group_names(layout, select).0,
+                category: name.clone(),
+                delta_a,
+                delta_b,
+                difference: delta_a.zip(delta_b).and_then(|(x, y)| finite(y - x)),
+                t: test.map(|t| t.t),
+                df: test.map(|t| t.df),
+                p: test.map(|t| t.p.clamp(0.0, 1.0)),
+                significant: test.is_some_and(|t| t.p <= options.alpha),
+            });
+        }
+    }
+    Comparison {
+        a: a.name.clone(),
+        b: b.name.clone(),
+        rows,
     }
 }
 
@@ -913,11 +1027,14 @@ mod tests {
             study: "s".into(),
             instrument: "PANAS".into(),
             layout: layout(),
+            scoring: "PANAS: sums".into(),
+            humans_from: "all completed participants".into(),
             humans,
             models: vec![ModelInput {
                 name: "m".into(),
                 trials,
             }],
+            compare: None,
         }
     }
 
@@ -995,5 +1112,44 @@ mod tests {
         assert_eq!(r.cell(), "↑ (+4.0)");
         decide(&mut r, 0.01);
         assert_eq!(r.cell(), "− (+4.0)");
+    }
+
+    #[test]
+    fn two_prompt_variants_are_compared_per_emotion_with_the_difference_test() {
+        let mut i = inputs();
+        // Variant b: the same trials with NA raised by 4 in every evoked trial (a larger Δ).
+        let mut b = i.models[0].clone();
+        b.name = "m stability".into();
+        for t in &mut b.trials {
+            if let (Measure::Evoked { .. }, Some(s)) = (t.measure, t.scores.as_mut()) {
+                s[1] += 4.0;
+            }
+        }
+        i.models.push(b);
+        i.compare = Some((0, 1));
+        let r = build(&i, Options::default());
+        let c = r.comparison.as_ref().unwrap();
+        assert_eq!((c.a.as_str(), c.b.as_str()), ("m", "m stability"));
+        // overall + 2 emotions, × 2 categories.
+        assert_eq!(c.rows.len(), 6);
+        let row = |level: Level, emotion: Option<&str>, cat: &str| {
+            c.rows
+                .iter()
+                .find(|x| x.level == level && x.emotion.as_deref() == emotion && x.category == cat)
+                .unwrap()
+        };
+        let na = row(Level::Emotion, Some("Anger"), "Negative Affect");
+        assert!(close(na.difference.unwrap(), 4.0));
+        assert!(close(na.delta_b.unwrap() - na.delta_a.unwrap(), 4.0));
+        assert!(na.t.unwrap() > 0.0 && na.p.unwrap() < 0.01 && na.significant);
+        // The same numbers as the cohorts' own Δ.
+        let anger_a = &r.cohorts[1].groups[1].categories[1];
+        assert_eq!(na.delta_a, anger_a.delta);
+        let pa = row(Level::Overall, None, "Positive Affect");
+        assert_eq!(pa.difference, Some(0.0));
+        assert_eq!(pa.p, Some(1.0));
+        assert!(!pa.significant);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("NaN") && !json.contains("inf"));
     }
 }

@@ -271,6 +271,44 @@ pub fn welch_t_from_summary(a: Summary, b: Summary) -> Option<TTest> {
     ttest(diff / s2.sqrt(), df)
 }
 
+/// The difference of two independent changes, `(b_after − b_before) − (a_after − a_before)`,
+/// with Welch's approach carried to four independent groups: standard error
+/// `sqrt(Σ var_i / n_i)` and the Welch–Satterthwaite degrees of freedom
+/// `(Σ u_i)² / Σ (u_i² / (n_i − 1))` with `u_i = var_i / n_i`. This compares, say, the Δ of
+/// one prompt template with the Δ of another where every trial is its own sample.
+///
+/// `t` has the sign of the difference. `None` under the same conditions as
+/// [`welch_t_from_summary`] (a group with fewer than 2 values, a non-finite value, or no
+/// variance anywhere while the difference is not zero).
+pub fn difference_of_changes(
+    a_before: Summary,
+    a_after: Summary,
+    b_before: Summary,
+    b_after: Summary,
+) -> Option<TTest> {
+    let groups = [
+        usable(a_before)?,
+        usable(a_after)?,
+        usable(b_before)?,
+        usable(b_after)?,
+    ];
+    let diff = (groups[3].1 - groups[2].1) - (groups[1].1 - groups[0].1);
+    let u: Vec<f64> = groups.iter().map(|(n, _, v)| v / n).collect();
+    let s2: f64 = u.iter().sum();
+    if s2 == 0.0 {
+        let df: f64 = groups.iter().map(|(n, _, _)| n - 1.0).sum();
+        return no_variance(diff, df);
+    }
+    // As in `welch_t_from_summary`: shares of s2 keep the squares in range.
+    let df = 1.0
+        / groups
+            .iter()
+            .zip(&u)
+            .map(|((n, _, _), ui)| (ui / s2) * (ui / s2) / (n - 1.0))
+            .sum::<f64>();
+    ttest(diff / s2.sqrt(), df)
+}
+
 // ---------------------------------------------------------------------------
 // F-test
 // ---------------------------------------------------------------------------
@@ -726,6 +764,38 @@ mod tests {
     fn lpa(la: &[f64]) -> Vec<f64> {
         let mut g = Lcg(4);
         la.iter().map(|&v| v + 0.02 + 0.5 * g.normalish()).collect()
+    }
+
+    #[test]
+    fn difference_of_changes_matches_the_welch_satterthwaite_reference() {
+        // numpy/scipy: diff = (mean(eb) − mean(db)) − (mean(ea) − mean(da)),
+        // u = var(ddof=1)/n, df = (Σu)² / Σ(u²/(n−1)), p = 2·t.sf(|t|, df).
+        let s = |x: &[f64]| summary(x);
+        let r = difference_of_changes(
+            s(&[20.0, 21.0, 22.0, 20.0, 23.0]),
+            s(&[15.0, 17.0, 14.0, 18.0, 16.0, 15.0]),
+            s(&[21.0, 20.0, 22.0, 21.0]),
+            s(&[19.0, 18.0, 20.0, 21.0, 19.0]),
+        )
+        .unwrap();
+        assert!((r.t - 3.546871236245044).abs() < 1e-9, "{r:?}");
+        assert!((r.df - 15.675258280967087).abs() < 1e-9, "{r:?}");
+        assert!((r.p - 0.0027586931641039513).abs() < 1e-9, "{r:?}");
+        // Swapping the variants flips the sign only.
+        let swapped = difference_of_changes(
+            s(&[21.0, 20.0, 22.0, 21.0]),
+            s(&[19.0, 18.0, 20.0, 21.0, 19.0]),
+            s(&[20.0, 21.0, 22.0, 20.0, 23.0]),
+            s(&[15.0, 17.0, 14.0, 18.0, 16.0, 15.0]),
+        )
+        .unwrap();
+        assert!((swapped.t + r.t).abs() < 1e-12 && (swapped.p - r.p).abs() < 1e-12);
+        // No variance anywhere: equal changes give t = 0, different ones no test.
+        let c = |v: f64| summary(&[v, v, v]);
+        let same = difference_of_changes(c(10.0), c(12.0), c(20.0), c(22.0)).unwrap();
+        assert_eq!((same.t, same.p), (0.0, 1.0));
+        assert!(difference_of_changes(c(10.0), c(12.0), c(20.0), c(23.0)).is_none());
+        assert!(difference_of_changes(summary(&[1.0]), c(1.0), c(1.0), c(1.0)).is_none());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use askama::Template;
 use plotters::prelude::*;
 
-use crate::domain::report::{Cohort, Group, Kind, Level, Report};
+use crate::domain::report::{Cohort, Group, Kind, Level, Report, signed};
 
 /// Output formats of `emotionbench report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,14 +165,11 @@ pub fn markdown(report: &Report) -> String {
             .map(|c| format!(", {} correction over the factor table", serde_plain(&c)))
             .unwrap_or_default(),
     );
-    out.push_str(&format!("| {} |\n", header.join(" | ")));
     out.push_str(&format!(
-        "|{}\n",
-        header.iter().map(|_| " :---: |").collect::<String>()
+        "Scoring: {}\n\nHumans: {}.\n\n",
+        report.scoring, report.humans_from
     ));
-    for r in rows {
-        out.push_str(&format!("| {} | {} |\n", r.label, r.cells.join(" | ")));
-    }
+    markdown_table(&mut out, &header, &rows);
     let n: Vec<String> = report
         .cohorts
         .iter()
@@ -191,7 +188,71 @@ pub fn markdown(report: &Report) -> String {
             out.push_str(&format!("- {}\n", a.summary));
         }
     }
+    if let Some((title, header, rows)) = comparison_table(report) {
+        out.push_str(&format!("\n## {title}\n\n"));
+        markdown_table(&mut out, &header, &rows);
+    }
     out
+}
+
+fn markdown_table(out: &mut String, header: &[String], rows: &[TableRow]) {
+    out.push_str(&format!("| {} |\n", header.join(" | ")));
+    out.push_str(&format!(
+        "|{}\n",
+        header.iter().map(|_| " :---: |").collect::<String>()
+    ));
+    for r in rows {
+        out.push_str(&format!("| {} | {} |\n", r.label, r.cells.join(" | ")));
+    }
+}
+
+/// The prompt-variant comparison as a table: title, header, one row per group × category.
+pub fn comparison_table(report: &Report) -> Option<(String, Vec<String>, Vec<TableRow>)> {
+    let c = report.comparison.as_ref()?;
+    let title = format!("Prompt variants: {} vs {}", c.a, c.b);
+    let header = [
+        "Emotions",
+        "Category",
+        "Δ a",
+        "Δ b",
+        "Δb − Δa",
+        "t",
+        "df",
+        "p",
+        "",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let fixed = |x: Option<f64>, digits: usize| {
+        x.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.digits$}"))
+    };
+    let rows = c
+        .rows
+        .iter()
+        .map(|r| TableRow {
+            label: r.emotion.clone().unwrap_or_else(|| "Overall".to_owned()),
+            cells: vec![
+                r.category.clone(),
+                r.delta_a.map_or_else(|| "n/a".to_owned(), signed),
+                r.delta_b.map_or_else(|| "n/a".to_owned(), signed),
+                r.difference.map_or_else(|| "n/a".to_owned(), signed),
+                fixed(r.t, 2),
+                fixed(r.df, 1),
+                r.p.map_or_else(
+                    || "n/a".to_owned(),
+                    |p| {
+                        if p < 0.001 {
+                            "< 0.001".to_owned()
+                        } else {
+                            format!("{p:.3}")
+                        }
+                    },
+                ),
+                if r.significant { "significant" } else { "−" }.to_owned(),
+            ],
+        })
+        .collect();
+    Some((title, header, rows))
 }
 
 /// A serde enum as its plain string.
@@ -533,6 +594,10 @@ pub struct View {
     pub correction: String,
     pub study: String,
     pub instrument: String,
+    pub scoring: String,
+    pub humans_from: String,
+    /// The prompt-variant comparison: title, header, rows.
+    pub comparison: Option<(String, Vec<String>, Vec<TableRow>)>,
 }
 
 pub fn view(report: &Report) -> Result<View, RenderError> {
@@ -562,6 +627,9 @@ pub fn view(report: &Report) -> Result<View, RenderError> {
             .unwrap_or_else(|| "none".to_owned()),
         study: report.study.clone(),
         instrument: report.instrument.clone(),
+        scoring: report.scoring.clone(),
+        humans_from: report.humans_from.clone(),
+        comparison: comparison_table(report),
     })
 }
 

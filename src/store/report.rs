@@ -1,5 +1,5 @@
 //! The rows the alignment report reads: a study's completed participants' answers and its
-//! model trials. Two queries in all, whatever the size of the study.
+//! model trials. A handful of queries in all, whatever the size of the study.
 
 use diesel::prelude::*;
 
@@ -9,12 +9,22 @@ use super::schema::{model_runs, model_trials, participants, responses};
 /// One answer of a completed participant: participant, situation, phase, item, value.
 pub type AnswerRow = (i64, Option<i64>, String, i32, i32);
 
-/// The answers of a study's completed participants, by participant, phase and item.
-pub fn completed_answers(conn: &mut DbConnection, study_id: i64) -> QueryResult<Vec<AnswerRow>> {
-    responses::table
+/// The answers of a study's completed participants (only those on `split`'s side when given),
+/// by participant, phase and item.
+pub fn completed_answers(
+    conn: &mut DbConnection,
+    study_id: i64,
+    split: Option<&str>,
+) -> QueryResult<Vec<AnswerRow>> {
+    let mut query = responses::table
         .inner_join(participants::table)
         .filter(participants::study_id.eq(study_id))
         .filter(participants::status.eq("completed"))
+        .into_boxed();
+    if let Some(side) = split {
+        query = query.filter(participants::split.eq(side));
+    }
+    query
         .order((
             responses::participant_id,
             responses::phase,
@@ -30,31 +40,73 @@ pub fn completed_answers(conn: &mut DbConnection, study_id: i64) -> QueryResult<
         .load(conn)
 }
 
-/// The names of the models with runs in a study, sorted.
-pub fn models(conn: &mut DbConnection, study_id: i64) -> QueryResult<Vec<String>> {
+/// Whether any participant of the study is on a side of a split.
+pub fn has_split(conn: &mut DbConnection, study_id: i64) -> QueryResult<bool> {
+    diesel::select(diesel::dsl::exists(
+        participants::table
+            .filter(participants::study_id.eq(study_id))
+            .filter(participants::split.is_not_null()),
+    ))
+    .get_result(conn)
+}
+
+/// The names of the models with runs on an instrument in a study, sorted.
+pub fn models(
+    conn: &mut DbConnection,
+    study_id: i64,
+    instrument_id: i64,
+) -> QueryResult<Vec<String>> {
     model_runs::table
         .filter(model_runs::study_id.eq(study_id))
+        .filter(model_runs::instrument_id.eq(instrument_id))
         .select(model_runs::model)
         .distinct()
         .order(model_runs::model)
         .load(conn)
 }
 
-/// One finished trial: model, measure, situation, status, scores JSON.
-pub type TrialRow = (String, String, Option<i64>, String, Option<String>);
+/// Which runs' trials a report reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrialFilter {
+    /// Every run of these models.
+    Models(Vec<String>),
+    /// These runs.
+    Runs(Vec<i64>),
+}
 
-/// The finished (`done` or `failed`) trials of the given models' runs in a study.
+/// One finished trial.
+#[derive(Debug, Clone, Queryable)]
+pub struct TrialRow {
+    pub run_id: i64,
+    pub model: String,
+    pub measure: String,
+    pub situation: Option<i64>,
+    pub status: String,
+    /// The answers as a JSON array, canonical item order.
+    pub scores: Option<String>,
+}
+
+/// The finished (`done` or `failed`) trials of a study's runs on an instrument, selected by
+/// `filter`.
 pub fn trials(
     conn: &mut DbConnection,
     study_id: i64,
-    models: &[String],
+    instrument_id: i64,
+    filter: &TrialFilter,
 ) -> QueryResult<Vec<TrialRow>> {
-    model_trials::table
+    let mut query = model_trials::table
         .inner_join(model_runs::table)
         .filter(model_runs::study_id.eq(study_id))
-        .filter(model_runs::model.eq_any(models))
+        .filter(model_runs::instrument_id.eq(instrument_id))
         .filter(model_trials::status.eq_any(["done", "failed"]))
+        .into_boxed();
+    query = match filter {
+        TrialFilter::Models(names) => query.filter(model_runs::model.eq_any(names)),
+        TrialFilter::Runs(ids) => query.filter(model_runs::id.eq_any(ids)),
+    };
+    query
         .select((
+            model_runs::id,
             model_runs::model,
             model_trials::measure,
             model_trials::situation_id,
