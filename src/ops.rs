@@ -1078,7 +1078,10 @@ pub fn report(
             }
             names.push(format!("{} [{}, run {id}]", run.model, run.template));
         }
-        (names, store::report::TrialFilter::Runs(request.runs.clone()))
+        (
+            names,
+            store::report::TrialFilter::Runs(request.runs.clone()),
+        )
     };
     let mut inputs: Vec<ModelInput> = cohort_names
         .iter()

@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::{Nav, Researcher};
 use crate::domain::report::{Correction, Mode, Options, Unit};
-use crate::export::report::{View, view};
 use crate::domain::split::Side;
+use crate::export::report::{View, view};
 use crate::ops::{self, ModelSelection, ReportError, ReportRequest};
 use crate::web::{AppError, AppState, render};
 
@@ -30,7 +30,12 @@ impl ReportQuery {
     /// The request for study `slug`.
     fn request(&self, slug: &str) -> Result<ReportRequest, String> {
         let (options, models) = self.options()?;
-        let nonempty = |s: &Option<String>| s.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+        let nonempty = |s: &Option<String>| {
+            s.as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
         let runs = match nonempty(&self.runs) {
             None => Vec::new(),
             Some(list) => list
@@ -44,9 +49,9 @@ impl ReportQuery {
         };
         let split = match nonempty(&self.split).filter(|s| s != "all") {
             None => None,
-            Some(s) => Some(
-                Side::parse(&s).ok_or_else(|| format!("split: {s:?} is not train or test"))?,
-            ),
+            Some(s) => {
+                Some(Side::parse(&s).ok_or_else(|| format!("split: {s:?} is not train or test"))?)
+            }
         };
         Ok(ReportRequest {
             models,

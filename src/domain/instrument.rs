@@ -2152,9 +2152,15 @@ mod tests {
 
         // The report header's scoring notes name the convention and the difference.
         let note = by("AGQ").scoring_note(Convention::Paper);
-        assert!(note.contains("raw sums") && note.contains("items 7, 18 reversed (8 − x)"), "{note}");
+        assert!(
+            note.contains("raw sums") && note.contains("items 7, 18 reversed (8 − x)"),
+            "{note}"
+        );
         let note = by("DASS-21").scoring_note(Convention::Authored);
-        assert!(note.contains("times 2") && note.contains("--mode paper"), "{note}");
+        assert!(
+            note.contains("times 2") && note.contains("--mode paper"),
+            "{note}"
+        );
         let note = by("PANAS").scoring_note(Convention::Paper);
         assert!(note.contains("agree"), "{note}");
 

@@ -535,7 +535,7 @@ fn human_cohort(layout: &Layout, humans: &[HumanObservation]) -> Cohort {
 /// Evoked values of one category for a group: per trial, or per situation mean.
 fn evoked_values(
     layout: &Layout,
-    trials: &[(usize, i64, &[f64])],
+    trials: &[Evoked<'_>],
     select: Select,
     c: usize,
     unit: Unit,
@@ -559,16 +559,7 @@ fn evoked_values(
 }
 
 fn model_cohort(layout: &Layout, model: &ModelInput, options: Options) -> Cohort {
-    let mut defaults: Vec<&[f64]> = Vec::new();
-    let mut evoked: Vec<(usize, i64, &[f64])> = Vec::new();
-    let mut failed = 0;
-    for t in &model.trials {
-        match (&t.scores, t.measure) {
-            (None, _) => failed += 1,
-            (Some(s), Measure::Default) => defaults.push(s),
-            (Some(s), Measure::Evoked { factor, situation }) => evoked.push((factor, situation, s)),
-        }
-    }
+    let (defaults, evoked, failed) = split_trials(model);
     let groups = selections(layout)
         .into_iter()
         .map(|(level, select)| {
@@ -800,32 +791,39 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
     }
 }
 
-/// The scored default trials and evoked trials (factor, situation, scores) of a model.
-fn split_trials(model: &ModelInput) -> (Vec<&[f64]>, Vec<(usize, i64, &[f64])>) {
+/// An evoked trial's factor, situation and category scores.
+type Evoked<'a> = (usize, i64, &'a [f64]);
+
+/// A model's scored default trials, scored evoked trials, and failed trials (counted).
+fn split_trials(model: &ModelInput) -> (Vec<&[f64]>, Vec<Evoked<'_>>, usize) {
     let mut defaults = Vec::new();
     let mut evoked = Vec::new();
+    let mut failed = 0;
     for t in &model.trials {
         match (&t.scores, t.measure) {
-            (None, _) => {}
+            (None, _) => failed += 1,
             (Some(s), Measure::Default) => defaults.push(s.as_slice()),
-            (Some(s), Measure::Evoked { factor, situation }) => evoked.push((factor, situation, s.as_slice())),
+            (Some(s), Measure::Evoked { factor, situation }) => {
+                evoked.push((factor, situation, s.as_slice()))
+            }
         }
     }
-    (defaults, evoked)
+    (defaults, evoked, failed)
 }
 
 /// Compares two prompt variants of one model: overall and per emotion, per category, the Δ of
 /// each, `Δb − Δa`, and its test. Units follow `options.unit`; significance is `p ≤ α`.
 pub fn compare(layout: &Layout, a: &ModelInput, b: &ModelInput, options: Options) -> Comparison {
-    let (da, ea) = split_trials(a);
-    let (db, eb) = split_trials(b);
+    let (da, ea, _) = split_trials(a);
+    let (db, eb, _) = split_trials(b);
     let mut rows = Vec::new();
     for (level, select) in selections(layout)
         .into_iter()
         .filter(|(l, _)| *l != Level::Factor)
     {
         for (c, name) in layout.categories.iter().enumerate() {
-            let column = |d: &[&[f64]]| -> Vec<f64> { d.iter().filter_map(|s| s.get(c).copied()).collect() };
+            let column =
+                |d: &[&[f64]]| -> Vec<f64> { d.iter().filter_map(|s| s.get(c).copied()).collect() };
             let samples = [
                 column(&da),
                 evoked_values(layout, &ea, select, c, options.unit),

@@ -53,12 +53,19 @@ impl FakeRequest {
     }
 
     /// How many numbered items (`N. text` lines) the last user message lists.
+    /// The text of the last user message ("" when there is none).
+    pub fn user_message(&self) -> String {
+        wire::request_messages(&self.json())
+            .into_iter()
+            .rev()
+            .find(|(role, _)| role == "user")
+            .map(|(_, text)| text)
+            .unwrap_or_default()
+    }
+
     pub fn item_count(&self) -> usize {
-        let messages = wire::request_messages(&self.json());
-        let Some((_, user)) = messages.iter().rev().find(|(role, _)| role == "user") else {
-            return 0;
-        };
-        user.lines()
+        self.user_message()
+            .lines()
             .filter(|l| {
                 let digits: String = l.chars().take_while(char::is_ascii_digit).collect();
                 !digits.is_empty() && l[digits.len()..].starts_with(". ")

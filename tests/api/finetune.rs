@@ -70,6 +70,9 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
     );
     assert!(!o.status.success());
     assert!(stderr(&o).contains("emotionbench split"), "{}", stderr(&o));
+    let o = cli(&db.url, &["report", "--study", "crowd", "--split", "test"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("emotionbench split"), "{}", stderr(&o));
 
     let split = |seed: &str| {
         ok(cli(
@@ -91,6 +94,44 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
             .count(),
         400
     );
+
+    // The report can restrict the humans to either side (a fine-tuned model is compared with
+    // the held-out test participants).
+    let humans = |side: Option<&str>| {
+        let mut args = vec!["report", "--study", "crowd", "--format", "json"];
+        if let Some(side) = side {
+            args.extend(["--split", side]);
+        }
+        let r: serde_json::Value = serde_json::from_str(&ok(cli(&db.url, &args))).unwrap();
+        let h = r["cohorts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kind"] == "humans")
+            .unwrap()
+            .clone();
+        (
+            h["observations"].as_u64().unwrap(),
+            r["humans_from"].as_str().unwrap().to_owned(),
+        )
+    };
+    assert_eq!(
+        humans(None),
+        (1266, "all completed participants".to_owned())
+    );
+    let (n, from) = humans(Some("test"));
+    assert_eq!(n, 400);
+    assert!(from.contains("test side of the study's split"), "{from}");
+    assert_eq!(humans(Some("train")).0, 866);
+    let md = ok(cli(
+        &db.url,
+        &["report", "--study", "crowd", "--split", "test"],
+    ));
+    assert!(
+        md.contains("Humans: the completed participants on the test side"),
+        "{md}"
+    );
+    assert!(md.contains("humans: 400 participants"), "{md}");
 
     // Stratified: each situation's test count is within one of its proportional share.
     let pool = db::connect(&db.url, 2).unwrap();

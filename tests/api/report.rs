@@ -325,6 +325,16 @@ fn the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_p
     assert!(monitor.body.contains("/admin/studies/crowd/report"));
     let bad = researcher.get("/admin/studies/crowd/report?alpha=2");
     assert_eq!(bad.status, 400);
+    // The form's other fields: empty ones are the defaults; bad ones say why.
+    let same = researcher.get("/admin/studies/crowd/report?runs=&instrument=PANAS&split=all");
+    assert_eq!(same.status, 200, "{}", same.body);
+    assert!(same.body.contains("Humans: all completed participants."));
+    assert!(same.body.contains("Scoring: PANAS is scored as"));
+    let bad = researcher.get("/admin/studies/crowd/report?runs=x");
+    assert_eq!(bad.status, 400);
+    let bad = researcher.get("/admin/studies/crowd/report?split=test");
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("emotionbench split"), "{}", bad.body);
     let none = researcher.get("/admin/studies/nope/report");
     assert_eq!(none.status, 404);
 }

@@ -1148,3 +1148,163 @@ on_both_backends!(
     a_bdi_run_sends_bdis_own_options_and_parses_0_to_3,
     an_agq_run_takes_only_anger_situations_and_parses_1_to_7
 );
+
+// -------------------------------------------------------------------------------------------
+// Prompt variants: two runs that differ only in template, compared in the report
+// -------------------------------------------------------------------------------------------
+
+/// A fake model that "feels" the situation: every item `2` or `3` at baseline (alternating by
+/// request, so each measure has variance), two points higher after a situation, one point
+/// higher when the prompt also asks it to keep its emotions stable.
+fn feeling(req: &emotionbench::llm::fake::FakeRequest) -> FakeAction {
+    let user = req.user_message();
+    let base = 2 + i32::from(req.number % 2 == 0);
+    let score = if !user.contains("Imagine you are the protagonist") {
+        base
+    } else if user.contains("keep your emotions stable") {
+        base + 1
+    } else {
+        base + 2
+    };
+    let lines: Vec<String> = (1..=req.item_count())
+        .map(|i| format!("{i}. {score}"))
+        .collect();
+    FakeAction::text(req, &lines.join("\n"), Duration::ZERO)
+}
+
+fn two_templates_of_one_model_are_compared_per_emotion_with_a_test(db: TestDb) {
+    with_demo(&db);
+    let server = FakeServer::start(feeling).unwrap();
+    let cfg = config(&[provider(
+        "fake",
+        "openai",
+        &server.base_url(),
+        "concurrency = 4",
+    )]);
+    let run = |template: &str| {
+        let out = ok(eb(
+            &db,
+            &cfg,
+            &[
+                "run",
+                "--study",
+                "demo",
+                "--provider",
+                "fake",
+                "--model",
+                "m",
+                "--template",
+                template,
+                "--default-repeats",
+                "16",
+                "--repeats",
+                "3",
+                "--seed",
+                "5",
+            ],
+            &[],
+        ));
+        assert!(out.contains("completed"), "{out}");
+        run_id(&out)
+    };
+    let (a, b) = (run("eb-code"), run("stability"));
+    let ids = format!("{},{}", a.0, b.0);
+    let report = |format: &str| {
+        ok(eb(
+            &db,
+            &cfg,
+            &[
+                "report", "--study", "demo", "--runs", &ids, "--format", format,
+            ],
+            &[],
+        ))
+    };
+    let r: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    // Side by side: one cohort per run, named by model, template and run.
+    let names: Vec<&str> = r["cohorts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let (na, nb) = (
+        format!("m [eb-code, run {}]", a.0),
+        format!("m [stability, run {}]", b.0),
+    );
+    assert_eq!(names, [na.as_str(), nb.as_str()]);
+    let c = &r["comparison"];
+    assert_eq!(
+        (c["a"].as_str(), c["b"].as_str()),
+        (Some(na.as_str()), Some(nb.as_str()))
+    );
+    let rows = c["rows"].as_array().unwrap();
+    // Overall and the demo's 8 emotions, × PA and NA.
+    assert_eq!(rows.len(), 9 * 2);
+    for row in rows {
+        let (da, db_, diff) = (
+            row["delta_a"].as_f64().unwrap(),
+            row["delta_b"].as_f64().unwrap(),
+            row["difference"].as_f64().unwrap(),
+        );
+        // Ten items per category: about +20 under eb-code, +10 when asked to stay stable.
+        assert!((15.0..25.0).contains(&da), "{row}");
+        assert!((5.0..15.0).contains(&db_), "{row}");
+        assert!((diff - (db_ - da)).abs() < 1e-9, "{row}");
+        assert!(row["t"].as_f64().unwrap() < 0.0, "{row}");
+        assert!(row["df"].as_f64().unwrap() > 1.0, "{row}");
+        let p = row["p"].as_f64().unwrap();
+        assert!(p > 0.0 && p < 1.0, "{row}");
+        assert_eq!(row["significant"], p <= 0.01, "{row}");
+        // Pooled over all situations (16 default and 48 evoked trials per run) the halved
+        // change is significant; an emotion alone has only 6 evoked trials per run.
+        if row["level"] == "overall" {
+            assert!(p < 0.01, "{row}");
+        }
+    }
+    // The same Δ as each run's own cohort.
+    let overall_pa =
+        |cohort: usize| r["cohorts"][cohort]["groups"][0]["categories"][0]["delta"].as_f64();
+    assert_eq!(rows[0]["delta_a"].as_f64(), overall_pa(0));
+    assert_eq!(rows[0]["delta_b"].as_f64(), overall_pa(1));
+    // Markdown: both cohorts in the table, then the comparison table with its test.
+    let md = report("md");
+    assert!(
+        md.contains(&format!("| Emotions | {na} P | {na} N | {nb} P | {nb} N |")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("## Prompt variants: {na} vs {nb}")),
+        "{md}"
+    );
+    assert!(md.contains("| Δ a | Δ b | Δb − Δa | t | df | p |"), "{md}");
+    assert!(md.contains("| Anger | Positive Affect |"), "{md}");
+    // Runs must belong to the study and share the report's instrument.
+    let o = eb(
+        &db,
+        &cfg,
+        &["report", "--study", "demo", "--runs", "999"],
+        &[],
+    );
+    assert!(stderr(&o).contains("has no run 999"), "{}", stderr(&o));
+    let o = eb(
+        &db,
+        &cfg,
+        &[
+            "report",
+            "--study",
+            "demo",
+            "--runs",
+            &ids,
+            "--instrument",
+            "nope",
+        ],
+        &[],
+    );
+    assert!(
+        stderr(&o).contains("no instrument \"nope\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
+on_both_backends!(two_templates_of_one_model_are_compared_per_emotion_with_a_test);
