@@ -431,3 +431,146 @@ mod tests {
         assert!(e.location.contains("before_1_Interested"), "{e}");
     }
 }
+
+/// Properties of the human-responses importer over generated files: every participant reads
+/// back with its situation, demographics and answers; a wrong sum is refused; nothing panics.
+#[cfg(test)]
+mod import_properties {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    struct Person {
+        situation: (usize, u32, u32),
+        demographics: Vec<String>,
+        before: Vec<i32>,
+        after: Vec<i32>,
+    }
+
+    const WORDS: [&str; 8] = [
+        "Angry",
+        "Anxiety",
+        "Depression",
+        "Frustration",
+        "Jealous",
+        "Guilt",
+        "Fear",
+        "Embarrassment",
+    ];
+
+    fn person() -> impl Strategy<Value = Person> {
+        (
+            (0..WORDS.len(), 1..6u32, 1..8u32),
+            proptest::collection::vec("[A-Za-z ,\"'-]{0,12}", 5),
+            proptest::collection::vec(1..=5i32, 20),
+            proptest::collection::vec(1..=5i32, 20),
+        )
+            .prop_map(|(situation, demographics, before, after)| Person {
+                situation,
+                demographics,
+                before,
+                after,
+            })
+    }
+
+    /// `derived/human_responses.csv`'s layout; `floats` writes answers as spreadsheets do
+    /// ("3.0"); `wrong_sum` spoils one participant's pa_before.
+    fn file(people: &[Person], p: &Instrument, floats: bool, wrong_sum: Option<usize>) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut header: Vec<String> = vec!["participant".into(), "situation_id".into()];
+        header.extend(DEFAULT_DEMOGRAPHICS.iter().map(|d| (*d).to_owned()));
+        for phase in ["before", "after"] {
+            header.extend(
+                p.items
+                    .iter()
+                    .map(|i| format!("{phase}_{}_{}", i.number, i.text)),
+            );
+        }
+        header.extend(["pa_before", "na_before", "pa_after", "na_after"].map(str::to_owned));
+        w.write_record(&header).unwrap();
+        for (n, person) in people.iter().enumerate() {
+            let (e, f, s) = person.situation;
+            let mut row = vec![(n + 1).to_string(), format!("{}_F{f}S{s}", WORDS[e])];
+            row.extend(person.demographics.iter().cloned());
+            for answers in [&person.before, &person.after] {
+                row.extend(answers.iter().map(|v| {
+                    if floats {
+                        format!("{v}.0")
+                    } else {
+                        v.to_string()
+                    }
+                }));
+            }
+            for answers in [&person.before, &person.after] {
+                for c in p
+                    .score(answers, super::super::instrument::Convention::Authored)
+                    .unwrap()
+                {
+                    row.push(c.value.to_string());
+                }
+            }
+            // The sums just written: pa_before, na_before, pa_after, na_after.
+            let k = row.len();
+            if wrong_sum == Some(n) {
+                row[k - 4] = "999".into();
+            }
+            w.write_record(&row).unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(100))]
+
+        #[test]
+        fn every_participant_reads_back(people in proptest::collection::vec(person(), 1..20), floats in any::<bool>()) {
+            let p = Instrument::panas();
+            let records = parse_csv(&file(&people, &p, floats, None), &p).unwrap();
+            prop_assert_eq!(records.len(), people.len());
+            for (n, (r, person)) in records.iter().zip(&people).enumerate() {
+                let (e, f, s) = person.situation;
+                prop_assert_eq!(&r.source_ref, &format!("crowd-{}", n + 1));
+                prop_assert_eq!(&r.upstream_situation, &format!("{}_F{f}S{s}", WORDS[e]));
+                prop_assert_eq!(&r.situation_key, &format!("{}-{}_scenario-{}", crate::domain::situation::EMOTIONS[e], f - 1, s - 1));
+                let demo: Vec<String> = r.demographics.iter().map(|(_, v)| v.clone()).collect();
+                prop_assert_eq!(&demo, &person.demographics);
+                prop_assert_eq!(&r.before, &person.before);
+                prop_assert_eq!(&r.after, &person.after);
+            }
+        }
+
+        #[test]
+        fn a_sum_that_disagrees_with_the_answers_is_refused(people in proptest::collection::vec(person(), 1..10), pick in any::<proptest::sample::Index>()) {
+            let p = Instrument::panas();
+            let n = pick.index(people.len());
+            let err = parse_csv(&file(&people, &p, false, Some(n)), &p).unwrap_err().to_string();
+            prop_assert!(err.contains(&format!("line {}", n + 2)) && err.contains("pa_before"), "{}", err);
+        }
+
+        #[test]
+        fn a_mutated_file_is_parsed_or_refused_without_panicking(
+            people in proptest::collection::vec(person(), 1..5),
+            at in any::<proptest::sample::Index>(),
+            junk in "[\\x00-\\x7f\"\\n,0-9.]{0,8}",
+            cut in any::<bool>(),
+        ) {
+            let p = Instrument::panas();
+            let f = file(&people, &p, false, None);
+            let bounds: Vec<usize> = f.char_indices().map(|(i, _)| i).chain([f.len()]).collect();
+            let i = bounds[at.index(bounds.len())];
+            let mutated = if cut { f[..i].to_owned() } else { format!("{}{junk}{}", &f[..i], &f[i..]) };
+            if let Ok(records) = parse_csv(&mutated, &p) {
+                for r in records {
+                    prop_assert_eq!((r.before.len(), r.after.len()), (20, 20));
+                    prop_assert!(r.before.iter().chain(&r.after).all(|v| (1..=5).contains(v)));
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_is_parsed_or_refused_without_panicking(s in "\\PC{0,300}") {
+            let _ = parse_csv(&s, &Instrument::panas());
+        }
+    }
+}

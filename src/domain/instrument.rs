@@ -2210,3 +2210,169 @@ mod tests {
         assert_eq!(overall(&authored), 27.0 + 14.0);
     }
 }
+
+/// Properties of the `questionnaires.json` importer over generated scales: what is written is
+/// what is read and scored, and no input (mutated or arbitrary) panics.
+#[cfg(test)]
+mod import_properties {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    struct Scale {
+        key: String,
+        items: Vec<String>,
+        range: (i32, i32),
+        compute: (&'static str, ScoreMode, i32),
+        reverse: Vec<u32>,
+        categories: Vec<(String, Vec<u32>)>,
+    }
+
+    fn item_text() -> impl Strategy<Value = String> {
+        // Letters only: digits followed by ". " would make item-specific options (BDI style).
+        "[A-Za-zé ,'-]{1,30}"
+            .prop_map(|s| s.trim().to_owned())
+            .prop_filter("non-empty", |s| !s.is_empty())
+    }
+
+    fn ids(n: usize, min: usize) -> impl Strategy<Value = Vec<u32>> {
+        proptest::sample::subsequence((1..=u32::try_from(n).unwrap()).collect::<Vec<_>>(), min..=n)
+    }
+
+    fn scale() -> impl Strategy<Value = Scale> {
+        (1..=12usize)
+            .prop_flat_map(|n| {
+                (
+                    "[A-Z]{2,5}-[0-9]"
+                        .prop_filter("not one of the eight", |k| target_emotion(k).is_none()),
+                    proptest::collection::vec(item_text(), n),
+                    proptest::sample::select(vec![(1, 5), (0, 3), (1, 7)]),
+                    proptest::sample::select(vec![
+                        ("SUM", ScoreMode::Sum, 1),
+                        ("SUM*2", ScoreMode::Sum, 2),
+                        ("MEAN", ScoreMode::Mean, 1),
+                    ]),
+                    ids(n, 0),
+                    proptest::collection::vec(ids(n, 1), 1..=3),
+                )
+            })
+            .prop_map(|(key, items, range, compute, reverse, cats)| Scale {
+                key,
+                items,
+                range,
+                compute,
+                reverse,
+                categories: cats
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, c)| (format!("Category {i}"), c))
+                    .collect(),
+            })
+    }
+
+    fn questionnaires_json(scales: &[Scale]) -> String {
+        let records: Vec<serde_json::Value> = scales
+            .iter()
+            .map(|s| {
+                let questions: serde_json::Map<String, serde_json::Value> = s
+                    .items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| ((i + 1).to_string(), serde_json::Value::from(t.clone())))
+                    .collect();
+                serde_json::json!({
+                    "name": s.key,
+                    "questions": questions,
+                    "compute_mode": s.compute.0,
+                    "prompt": "Rate each statement. SCENARIO\nHere are the statements:",
+                    "inner_setting": format!(
+                        "You can only reply numbers from {} to {} in the following statements.",
+                        s.range.0, s.range.1
+                    ),
+                    "scale": s.range.0 + s.range.1,
+                    "reverse": s.reverse,
+                    "categories": s.categories.iter().map(|(name, items)| {
+                        serde_json::json!({"cat_name": name, "cat_questions": items})
+                    }).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::Value::from(records).to_string()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn a_written_scale_reads_back_and_scores_by_its_rules(
+            s in scale(),
+            answers in proptest::collection::vec(0..1000i32, 12),
+        ) {
+            let parsed = parse_questionnaires_json(&questionnaires_json(std::slice::from_ref(&s))).unwrap();
+            prop_assert_eq!(parsed.len(), 1);
+            let inst = &parsed[0];
+            prop_assert_eq!(&inst.key, &s.key);
+            prop_assert_eq!((inst.min, inst.max), s.range);
+            prop_assert_eq!((inst.scoring.mode, inst.scoring.multiplier), (s.compute.1, s.compute.2));
+            prop_assert_eq!(inst.scoring.reverse_constant, s.range.0 + s.range.1);
+            prop_assert_eq!(inst.items.iter().map(|i| i.text.clone()).collect::<Vec<_>>(), s.items.clone());
+            for item in &inst.items {
+                prop_assert_eq!(item.reverse, s.reverse.contains(&item.number));
+                prop_assert!(item.options.is_empty());
+            }
+            let cats: Vec<(String, Vec<u32>)> = inst.categories.iter().map(|c| (c.name.clone(), c.items.clone())).collect();
+            prop_assert_eq!(&cats, &s.categories);
+            prop_assert_eq!(inst.paper_raw_sum, !s.reverse.is_empty() || s.compute.2 != 1);
+            // Scoring: answers mapped into the range, then each category by hand.
+            let (lo, hi) = s.range;
+            let a: Vec<i32> = answers.iter().take(s.items.len()).map(|x| lo + x % (hi - lo + 1)).collect();
+            let authored = inst.score(&a, Convention::Authored).unwrap();
+            let paper = inst.score(&a, Convention::Paper).unwrap();
+            for ((name, items), (au, pa)) in s.categories.iter().zip(authored.iter().zip(&paper)) {
+                prop_assert_eq!(&au.name, name);
+                let value = |n: &u32| {
+                    let x = a[*n as usize - 1];
+                    if s.reverse.contains(n) { lo + hi - x } else { x }
+                };
+                let sum: i32 = items.iter().map(value).sum();
+                let want = match s.compute.1 {
+                    ScoreMode::Sum => f64::from(sum * s.compute.2),
+                    ScoreMode::Mean => f64::from(sum) / items.len() as f64,
+                };
+                prop_assert!((au.value - want).abs() < 1e-9, "{} vs {}", au.value, want);
+                let raw: i32 = items.iter().map(|n| a[*n as usize - 1]).sum();
+                let want_paper = if inst.paper_raw_sum { f64::from(raw) } else { want };
+                prop_assert!((pa.value - want_paper).abs() < 1e-9);
+            }
+            // Out-of-range answers and a wrong count are refused, never scored.
+            let mut bad = a.clone();
+            bad[0] = hi + 1;
+            prop_assert!(inst.score(&bad, Convention::Authored).is_err());
+            prop_assert!(inst.score(&a[1..], Convention::Authored).is_err());
+        }
+
+        #[test]
+        fn a_mutated_file_is_parsed_or_refused_without_panicking(
+            scales in proptest::collection::vec(scale(), 1..=2),
+            at in any::<proptest::sample::Index>(),
+            junk in "[\\x00-\\x7f\"\\n,{}\\[\\]0-9]{0,8}",
+            cut in any::<bool>(),
+        ) {
+            let file = questionnaires_json(&scales);
+            let bounds: Vec<usize> = file.char_indices().map(|(i, _)| i).chain([file.len()]).collect();
+            let i = bounds[at.index(bounds.len())];
+            let mutated = if cut { file[..i].to_owned() } else { format!("{}{junk}{}", &file[..i], &file[i..]) };
+            if let Ok(list) = parse_questionnaires_json(&mutated) {
+                for inst in &list {
+                    prop_assert!(inst.validate().is_ok());
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_is_parsed_or_refused_without_panicking(s in "\\PC{0,200}") {
+            let _ = parse_questionnaires_json(&s);
+        }
+    }
+}

@@ -296,3 +296,142 @@ mod tests {
         assert_eq!(e.location, "line 2");
     }
 }
+
+/// Properties of the results importer over generated files: every column reads back as the
+/// trial it was written from (answers, or a failed parse), and no input panics.
+#[cfg(test)]
+mod import_properties {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::domain::situation::EMOTIONS;
+    use proptest::prelude::*;
+
+    /// One written column: (emotion, factor, scenario) or the default measure, the repeat,
+    /// and its cells: answers in range, all empty, or one garbled cell.
+    #[derive(Debug, Clone)]
+    struct Column {
+        situation: Option<(usize, u32, u32)>,
+        repeat: u32,
+        answers: Vec<i32>,
+        kind: u8,
+    }
+
+    fn column() -> impl Strategy<Value = Column> {
+        (
+            proptest::option::of((0..EMOTIONS.len(), 0..4u32, 0..6u32)),
+            0..50u32,
+            proptest::collection::vec(1..=5i32, 20),
+            0..3u8,
+        )
+            .prop_map(|(situation, repeat, answers, kind)| Column {
+                situation,
+                repeat,
+                answers,
+                kind,
+            })
+    }
+
+    fn name(c: &Column) -> String {
+        match c.situation {
+            None => format!("General_test-{}_order-0", c.repeat),
+            Some((e, f, s)) => {
+                format!("{}-{f}_scenario-{s}_test-{}_order-0", EMOTIONS[e], c.repeat)
+            }
+        }
+    }
+
+    fn cells(c: &Column) -> Vec<String> {
+        match c.kind {
+            0 => c.answers.iter().map(i32::to_string).collect(),
+            1 => vec![String::new(); c.answers.len()],
+            _ => {
+                let mut v: Vec<String> = c.answers.iter().map(i32::to_string).collect();
+                v[usize::try_from(c.repeat).unwrap() % 20] = "n/a".into();
+                v
+            }
+        }
+    }
+
+    fn file(columns: &[Column], p: &Instrument) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut header = vec!["question-0".to_owned(), "order-0".to_owned()];
+        header.extend(columns.iter().map(name));
+        w.write_record(&header).unwrap();
+        let mut text = vec!["Prompt, \"quoted\"".to_owned(), "prompt".to_owned()];
+        text.extend(columns.iter().map(|c| format!("situation of {}", name(c))));
+        w.write_record(&text).unwrap();
+        let all: Vec<Vec<String>> = columns.iter().map(cells).collect();
+        for (i, item) in p.items.iter().enumerate() {
+            let mut row = vec![format!("{}. {}", i + 1, item.text), (i + 1).to_string()];
+            row.extend(all.iter().map(|c| c[i].clone()));
+            w.write_record(&row).unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn every_column_reads_back_as_its_trial(columns in proptest::collection::vec(column(), 1..12)) {
+            let p = Instrument::panas();
+            let f = file(&columns, &p);
+            let mut names: Vec<String> = columns.iter().map(name).collect();
+            names.sort();
+            names.dedup();
+            let parsed = parse_results_csv(&f, &p);
+            if names.len() < columns.len() {
+                // A repeated column is refused, with its name.
+                let err = parsed.unwrap_err().to_string();
+                prop_assert!(err.contains("appears twice"), "{}", err);
+                return Ok(());
+            }
+            let trials = parsed.unwrap();
+            prop_assert_eq!(trials.len(), columns.len());
+            for (t, c) in trials.iter().zip(&columns) {
+                prop_assert_eq!(&t.column, &name(c));
+                prop_assert_eq!(t.repeat, c.repeat);
+                match c.situation {
+                    None => prop_assert_eq!((t.measure, t.situation_key.as_str()), (Measure::Default, "")),
+                    Some((e, f, s)) => {
+                        prop_assert_eq!(t.measure, Measure::Evoked);
+                        prop_assert_eq!(&t.situation_key, &format!("{}-{f}_scenario-{s}", EMOTIONS[e]));
+                    }
+                }
+                prop_assert_eq!(&t.text, &format!("situation of {}", name(c)));
+                prop_assert_eq!(&t.cells, &cells(c));
+                match c.kind {
+                    0 => prop_assert_eq!(t.scores.as_ref().unwrap(), &c.answers),
+                    _ => prop_assert!(t.scores.is_err()),
+                }
+            }
+        }
+
+        #[test]
+        fn a_mutated_file_is_parsed_or_refused_without_panicking(
+            columns in proptest::collection::vec(column(), 1..6),
+            at in any::<proptest::sample::Index>(),
+            junk in "[\\x00-\\x7f\"\\n,0-9]{0,8}",
+            cut in any::<bool>(),
+        ) {
+            let p = Instrument::panas();
+            let f = file(&columns, &p);
+            let bounds: Vec<usize> = f.char_indices().map(|(i, _)| i).chain([f.len()]).collect();
+            let i = bounds[at.index(bounds.len())];
+            let mutated = if cut { f[..i].to_owned() } else { format!("{}{junk}{}", &f[..i], &f[i..]) };
+            if let Ok(trials) = parse_results_csv(&mutated, &p) {
+                for t in trials {
+                    if let Ok(scores) = t.scores {
+                        prop_assert_eq!(scores.len(), 20);
+                        prop_assert!(scores.iter().all(|v| (1..=5).contains(v)));
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_is_parsed_or_refused_without_panicking(s in "\\PC{0,300}") {
+            let _ = parse_results_csv(&s, &Instrument::panas());
+        }
+    }
+}

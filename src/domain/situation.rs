@@ -1124,3 +1124,166 @@ mod tests {
         assert_eq!(SituationFormat::TidyCsv.as_str(), "tidy CSV");
     }
 }
+
+/// Properties of the importer over generated files: the three formats of one situation set
+/// parse to the same situations, and no input (valid, mutated or arbitrary) panics.
+#[cfg(test)]
+mod import_properties {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Emotion → factors (name, situation texts), as a researcher would write them.
+    type Set = Vec<(&'static str, Vec<(String, Vec<String>)>)>;
+
+    /// Non-empty, already trimmed, with the characters that need CSV quoting.
+    fn text() -> impl Strategy<Value = String> {
+        "[A-Za-z0-9éüß ,.;:'\"!?()-]{1,30}"
+            .prop_map(|s| s.trim().to_owned())
+            .prop_filter("non-empty", |s| !s.is_empty())
+    }
+
+    fn set() -> impl Strategy<Value = Set> {
+        proptest::sample::subsequence(EMOTIONS.to_vec(), 1..=3)
+            .prop_flat_map(|emotions| {
+                let factors = proptest::collection::vec(
+                    proptest::collection::vec(
+                        (text(), proptest::collection::vec(text(), 1..=4)),
+                        1..=3,
+                    ),
+                    emotions.len(),
+                );
+                (Just(emotions), factors)
+            })
+            .prop_map(|(emotions, factors)| emotions.into_iter().zip(factors).collect())
+    }
+
+    fn expected(set: &Set) -> Vec<Situation> {
+        let mut out = Vec::new();
+        for (emotion, factors) in set {
+            for (f, (name, texts)) in factors.iter().enumerate() {
+                for (s, text) in texts.iter().enumerate() {
+                    let (f, s) = (u32::try_from(f).unwrap(), u32::try_from(s).unwrap());
+                    out.push(Situation {
+                        key: situation_key(emotion, f, s),
+                        emotion: (*emotion).to_owned(),
+                        factor_index: f,
+                        factor_name: name.clone(),
+                        scenario_index: s,
+                        text: text.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn json(set: &Set) -> String {
+        let emotions: Vec<serde_json::Value> = set
+            .iter()
+            .map(|(emotion, factors)| {
+                let factors: Vec<serde_json::Value> = factors
+                    .iter()
+                    .map(|(name, texts)| serde_json::json!({"name": name, "scenarios": texts}))
+                    .collect();
+                serde_json::json!({"name": emotion, "factors": factors})
+            })
+            .collect();
+        serde_json::json!({ "emotions": emotions }).to_string()
+    }
+
+    fn tidy(set: &Set) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(["key", "emotion", "factor", "text"])
+            .unwrap();
+        for s in expected(set) {
+            w.write_record([&s.key, &s.emotion, &s.factor_name, &s.text])
+                .unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    }
+
+    /// Upstream's wide layout: a column per factor, its name below the header, ragged texts.
+    fn wide(set: &Set) -> String {
+        let columns: Vec<(String, &String, &Vec<String>)> = set
+            .iter()
+            .flat_map(|(emotion, factors)| {
+                factors
+                    .iter()
+                    .enumerate()
+                    .map(move |(f, (name, texts))| (format!("{emotion}-{f}"), name, texts))
+            })
+            .collect();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(columns.iter().map(|c| c.0.as_str()))
+            .unwrap();
+        w.write_record(columns.iter().map(|c| c.1.as_str()))
+            .unwrap();
+        let rows = columns.iter().map(|c| c.2.len()).max().unwrap_or(0);
+        for r in 0..rows {
+            w.write_record(
+                columns
+                    .iter()
+                    .map(|c| c.2.get(r).map_or("", String::as_str)),
+            )
+            .unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    }
+
+    fn sorted(mut v: Vec<Situation>) -> Vec<Situation> {
+        v.sort_by(|a, b| a.key.cmp(&b.key));
+        v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn the_three_formats_of_one_set_parse_to_the_same_situations(set in set()) {
+            let want = expected(&set);
+            let j = parse_situations(&json(&set)).unwrap();
+            prop_assert_eq!(j.format, SituationFormat::EmotionBenchJson);
+            prop_assert_eq!(&j.situations, &want);
+            let t = parse_situations(&tidy(&set)).unwrap();
+            prop_assert_eq!(t.format, SituationFormat::TidyCsv);
+            prop_assert_eq!(&t.situations, &want);
+            let w = parse_situations(&wide(&set)).unwrap();
+            prop_assert_eq!(w.format, SituationFormat::EmotionBenchWideCsv);
+            prop_assert_eq!(sorted(w.situations), sorted(want));
+        }
+
+        #[test]
+        fn a_mutated_file_is_parsed_or_refused_without_panicking(
+            set in set(),
+            format in 0..3usize,
+            at in any::<proptest::sample::Index>(),
+            junk in "[\\x00-\\x7f\"\\n\\r,{}\\[\\]]{0,8}",
+            cut in any::<bool>(),
+        ) {
+            let file = match format {
+                0 => json(&set),
+                1 => tidy(&set),
+                _ => wide(&set),
+            };
+            // Insert junk (or truncate) at a char boundary.
+            let bounds: Vec<usize> = file.char_indices().map(|(i, _)| i).chain([file.len()]).collect();
+            let i = bounds[at.index(bounds.len())];
+            let mutated = if cut { file[..i].to_owned() } else { format!("{}{junk}{}", &file[..i], &file[i..]) };
+            if let Ok(parsed) = parse_situations(&mutated) {
+                // Whatever is accepted is well-formed: keys unique, texts and names trimmed and non-empty.
+                let keys: std::collections::HashSet<&str> = parsed.situations.iter().map(|s| s.key.as_str()).collect();
+                prop_assert_eq!(keys.len(), parsed.situations.len());
+                for s in &parsed.situations {
+                    prop_assert!(!s.text.is_empty() && s.text.trim() == s.text);
+                    prop_assert!(!s.factor_name.is_empty() && s.factor_name.trim() == s.factor_name);
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_is_parsed_or_refused_without_panicking(s in "\\PC{0,200}") {
+            let _ = parse_situations(&s);
+        }
+    }
+}
