@@ -899,7 +899,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             c.target_per_situation = target;
             c.min_situation_seconds = 0;
             c.code_completed = Some("BENCHDONE".into());
-            studies::create(&mut conn, &c, StudyStatus::Open, inst, Some(set), 7)?;
+            studies::create(
+                &mut conn,
+                &c,
+                StudyStatus::Open,
+                studies::Sources::new(inst, Some(set)),
+                7,
+            )?;
             println!("created open study {slug} (target {target} per situation)");
             Ok(())
         }

@@ -162,8 +162,7 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup, OpsError> {
             conn,
             &config,
             StudyStatus::Open,
-            instrument,
-            Some(set),
+            studies::Sources::new(instrument, Some(set)),
             seed,
         )?;
         audit::record(
@@ -301,8 +300,7 @@ pub fn import_humans(
                     conn,
                     &config,
                     StudyStatus::Closed,
-                    instrument,
-                    Some(set_id),
+                    studies::Sources::new(instrument, Some(set_id)),
                     0,
                 )?;
                 let row = studies::load(conn, study)?
@@ -559,8 +557,7 @@ pub fn generate_study(
             conn,
             &config,
             StudyStatus::Closed,
-            instrument,
-            Some(set),
+            studies::Sources::new(instrument, Some(set)),
             seed as i64,
         )
     })?;

@@ -12,7 +12,7 @@ use crate::domain::study::{StudyConfig, StudyStatus};
 use crate::store::instruments::{self, InstrumentSummary};
 use crate::store::monitor::{self, Monitor};
 use crate::store::situations::{self, SetSummary};
-use crate::store::studies::{self, Study, StudySummary};
+use crate::store::studies::{self, Sources, Study, StudySummary};
 use crate::store::{InstrumentId, SituationSetId, StoreError, StudyId, audit, participants};
 use crate::survey::context::see_other;
 use crate::web::{AppError, AppState, render, render_status};
@@ -33,6 +33,7 @@ pub async fn list(state: web::Data<AppState>, user: Researcher) -> Result<HttpRe
 }
 
 /// The values shown in the study form.
+#[derive(Clone)]
 pub struct FormValues {
     pub slug: String,
     pub title: String,
@@ -257,35 +258,68 @@ pub async fn create(
     admin: Admin,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
+    save(state, admin, form, None).await
+}
+
+/// Creates a study (`existing` None, as a draft) or changes one: parse the form, resolve the
+/// instrument and set, write with an audit entry in one transaction, then show the study — or
+/// the form again with what is wrong.
+async fn save(
+    state: web::Data<AppState>,
+    admin: Admin,
+    form: web::Form<Vec<(String, String)>>,
+    existing: Option<Study>,
+) -> Result<HttpResponse, AppError> {
     check_csrf(admin.session(), &form)?;
-    let values = FormValues::from_form(&form);
-    let parsed = values.parse();
+    let mut values = FormValues::from_form(&form);
+    if let Some(study) = &existing {
+        // The slug stays (links have been shared), and so do the demographic fields.
+        values.slug = study.slug.clone();
+    }
     let who = actor(admin.session());
-    let outcome = match parsed {
+    let outcome = match values.parse() {
         Err(errors) => Err(errors),
-        Ok((config, retention)) => {
-            let v = FormValues::from_form(&form);
+        Ok((mut config, retention)) => {
+            if let Some(study) = &existing {
+                config.demographics = study.demographic_fields();
+            }
+            let id = existing.as_ref().map(|s| StudyId(s.id));
+            let v = values.clone();
             state
                 .db(move |conn| {
-                    let (inst, set) = match resolve(conn, &v)? {
+                    let (instrument, set) = match resolve(conn, &v)? {
                         Ok(x) => x,
                         Err(e) => return Ok(Err(vec![e])),
                     };
-                    let seed = i64::from(rand::random::<u32>());
+                    let sources = Sources {
+                        instrument,
+                        set,
+                        retention_until: retention.and_then(|d| d.and_hms_opt(0, 0, 0)),
+                    };
                     let r = conn.transaction(|conn| {
-                        let id =
-                            studies::create(conn, &config, StudyStatus::Draft, inst, set, seed)?;
-                        if retention.is_some() {
-                            studies::update(
-                                conn,
-                                id,
-                                &config,
-                                inst,
-                                set,
-                                retention.and_then(|d| d.and_hms_opt(0, 0, 0)),
-                            )?;
+                        match id {
+                            None => {
+                                let seed = i64::from(rand::random::<u32>());
+                                studies::create(conn, &config, StudyStatus::Draft, sources, seed)?;
+                                audit::record(
+                                    conn,
+                                    &who,
+                                    "study.create",
+                                    Some(&config.slug),
+                                    None,
+                                )?;
+                            }
+                            Some(id) => {
+                                studies::update(conn, id, &config, sources)?;
+                                audit::record(
+                                    conn,
+                                    &who,
+                                    "study.update",
+                                    Some(&config.slug),
+                                    None,
+                                )?;
+                            }
                         }
-                        audit::record(conn, &who, "study.create", Some(&config.slug), None)?;
                         Ok::<_, StoreError>(config.slug.clone())
                     });
                     match r {
@@ -304,7 +338,7 @@ pub async fn create(
             render_status(
                 FormPage {
                     nav: Nav::of(admin.session()),
-                    creating: true,
+                    creating: existing.is_none(),
                     values,
                     instruments,
                     sets,
@@ -377,58 +411,8 @@ pub async fn update(
     slug: web::Path<String>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    check_csrf(admin.session(), &form)?;
     let study = load_study(&state, &slug).await?;
-    let mut values = FormValues::from_form(&form);
-    values.slug = study.slug.clone();
-    let who = actor(admin.session());
-    let outcome = match values.parse() {
-        Err(e) => Err(e),
-        Ok((mut config, retention)) => {
-            config.demographics = study.demographic_fields();
-            let mut v = FormValues::from_form(&form);
-            v.slug = study.slug.clone();
-            let id = StudyId(study.id);
-            state
-                .db(move |conn| {
-                    let (inst, set) = match resolve(conn, &v)? {
-                        Ok(x) => x,
-                        Err(e) => return Ok(Err(vec![e])),
-                    };
-                    conn.transaction(|conn| {
-                        studies::update(
-                            conn,
-                            id,
-                            &config,
-                            inst,
-                            set,
-                            retention.and_then(|d| d.and_hms_opt(0, 0, 0)),
-                        )?;
-                        audit::record(conn, &who, "study.update", Some(&config.slug), None)?;
-                        Ok::<_, StoreError>(())
-                    })?;
-                    Ok(Ok(()))
-                })
-                .await?
-        }
-    };
-    match outcome {
-        Ok(()) => Ok(see_other(&format!("/admin/studies/{}", study.slug))),
-        Err(errors) => {
-            let (instruments, sets) = choices(&state).await?;
-            render_status(
-                FormPage {
-                    nav: Nav::of(admin.session()),
-                    creating: false,
-                    values,
-                    instruments,
-                    sets,
-                    errors,
-                },
-                StatusCode::UNPROCESSABLE_ENTITY,
-            )
-        }
-    }
+    save(state, admin, form, Some(study)).await
 }
 
 pub async fn set_status(

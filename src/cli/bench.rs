@@ -132,8 +132,7 @@ fn bench(settings: &mut Settings, args: &BenchArgs, dir: &std::path::Path) -> an
             &mut conn,
             &StudyConfig::new("bench", "Runner benchmark"),
             StudyStatus::Draft,
-            instrument,
-            Some(set),
+            studies::Sources::new(instrument, Some(set)),
             1,
         )?;
         setup::create_run(

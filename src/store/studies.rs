@@ -16,63 +16,112 @@ pub struct StudySummary {
     pub situations: i64,
 }
 
+/// What a study runs on besides its configuration: the instrument, the situation set, and the
+/// date after which its participant data is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sources {
+    pub instrument: InstrumentId,
+    pub set: Option<SituationSetId>,
+    pub retention_until: Option<chrono::NaiveDateTime>,
+}
+
+impl Sources {
+    /// No retention date.
+    pub fn new(instrument: InstrumentId, set: Option<SituationSetId>) -> Sources {
+        Sources {
+            instrument,
+            set,
+            retention_until: None,
+        }
+    }
+}
+
+/// The settings columns, written alike by `create` and `update` (`None` writes NULL).
+#[derive(Insertable, AsChangeset)]
+#[diesel(table_name = studies, treat_none_as_null = true)]
+struct Settings<'a> {
+    title: &'a str,
+    instrument_id: i64,
+    situation_set_id: Option<i64>,
+    consent_text: &'a str,
+    debrief_text: &'a str,
+    target_per_situation: i32,
+    item_order: &'a str,
+    attention_check: &'a str,
+    demographics: String,
+    pid_param: &'a str,
+    study_id_param: &'a str,
+    session_id_param: &'a str,
+    code_completed: Option<&'a str>,
+    code_no_consent: Option<&'a str>,
+    code_failed_check: Option<&'a str>,
+    code_screened_out: Option<&'a str>,
+    min_situation_seconds: i32,
+    reservation_minutes: i32,
+    retention_until: Option<chrono::NaiveDateTime>,
+    updated_at: chrono::NaiveDateTime,
+}
+
+/// Validates the configuration and maps it, with its sources, to the settings columns.
+fn settings<'a>(config: &'a StudyConfig, sources: Sources) -> Result<Settings<'a>, StoreError> {
+    config.validate().map_err(StoreError::Conflict)?;
+    Ok(Settings {
+        title: &config.title,
+        instrument_id: sources.instrument.0,
+        situation_set_id: sources.set.map(|s| s.0),
+        consent_text: &config.consent_text,
+        debrief_text: &config.debrief_text,
+        target_per_situation: config.target_per_situation,
+        item_order: if config.shuffle_items {
+            "shuffled"
+        } else {
+            "fixed"
+        },
+        attention_check: if config.attention_check_ends {
+            "end"
+        } else {
+            "flag"
+        },
+        demographics: serde_json::to_string(&config.demographics)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        pid_param: &config.pid_param,
+        study_id_param: &config.study_id_param,
+        session_id_param: &config.session_id_param,
+        code_completed: config.code_completed.as_deref(),
+        code_no_consent: config.code_no_consent.as_deref(),
+        code_failed_check: config.code_failed_check.as_deref(),
+        code_screened_out: config.code_screened_out.as_deref(),
+        min_situation_seconds: config.min_situation_seconds,
+        reservation_minutes: config.reservation_minutes,
+        retention_until: sources.retention_until,
+        updated_at: now(),
+    })
+}
+
 /// Creates a study. The seed for its random draws is fixed now and stored.
 pub fn create(
     conn: &mut DbConnection,
     config: &StudyConfig,
     status: StudyStatus,
-    instrument: InstrumentId,
-    set: Option<SituationSetId>,
+    sources: Sources,
     seed: i64,
 ) -> Result<StudyId, StoreError> {
-    config.validate().map_err(StoreError::Conflict)?;
+    let row = settings(config, sources)?;
     if find(conn, &config.slug)?.is_some() {
         return Err(StoreError::Conflict(format!(
             "a study {} exists already",
             config.slug
         )));
     }
-    let t = now();
-    let demographics = serde_json::to_string(&config.demographics)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let t = row.updated_at;
     let id = diesel::insert_into(studies::table)
         .values((
-            (
-                studies::slug.eq(&config.slug),
-                studies::title.eq(&config.title),
-                studies::status.eq(status.as_str()),
-                studies::instrument_id.eq(instrument.0),
-                studies::situation_set_id.eq(set.map(|s| s.0)),
-                studies::consent_text.eq(&config.consent_text),
-                studies::debrief_text.eq(&config.debrief_text),
-                studies::target_per_situation.eq(config.target_per_situation),
-                studies::item_order.eq(if config.shuffle_items {
-                    "shuffled"
-                } else {
-                    "fixed"
-                }),
-                studies::attention_check.eq(if config.attention_check_ends {
-                    "end"
-                } else {
-                    "flag"
-                }),
-                studies::demographics.eq(demographics),
-            ),
-            (
-                studies::pid_param.eq(&config.pid_param),
-                studies::study_id_param.eq(&config.study_id_param),
-                studies::session_id_param.eq(&config.session_id_param),
-                studies::code_completed.eq(&config.code_completed),
-                studies::code_no_consent.eq(&config.code_no_consent),
-                studies::code_failed_check.eq(&config.code_failed_check),
-                studies::code_screened_out.eq(&config.code_screened_out),
-                studies::min_situation_seconds.eq(config.min_situation_seconds),
-                studies::reservation_minutes.eq(config.reservation_minutes),
-                studies::seed.eq(seed),
-                studies::created_at.eq(t),
-                studies::updated_at.eq(t),
-                studies::opened_at.eq((status == StudyStatus::Open).then_some(t)),
-            ),
+            row,
+            studies::slug.eq(&config.slug),
+            studies::status.eq(status.as_str()),
+            studies::seed.eq(seed),
+            studies::created_at.eq(t),
+            studies::opened_at.eq((status == StudyStatus::Open).then_some(t)),
         ))
         .returning(studies::id)
         .get_result::<i64>(conn)?;
@@ -224,48 +273,10 @@ pub fn update(
     conn: &mut DbConnection,
     id: StudyId,
     config: &StudyConfig,
-    instrument: InstrumentId,
-    set: Option<SituationSetId>,
-    retention_until: Option<chrono::NaiveDateTime>,
+    sources: Sources,
 ) -> Result<(), StoreError> {
-    config.validate().map_err(StoreError::Conflict)?;
-    let demographics = serde_json::to_string(&config.demographics)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
     diesel::update(studies::table.find(id.0))
-        .set((
-            (
-                studies::title.eq(&config.title),
-                studies::instrument_id.eq(instrument.0),
-                studies::situation_set_id.eq(set.map(|s| s.0)),
-                studies::consent_text.eq(&config.consent_text),
-                studies::debrief_text.eq(&config.debrief_text),
-                studies::target_per_situation.eq(config.target_per_situation),
-                studies::item_order.eq(if config.shuffle_items {
-                    "shuffled"
-                } else {
-                    "fixed"
-                }),
-                studies::attention_check.eq(if config.attention_check_ends {
-                    "end"
-                } else {
-                    "flag"
-                }),
-                studies::demographics.eq(demographics),
-            ),
-            (
-                studies::pid_param.eq(&config.pid_param),
-                studies::study_id_param.eq(&config.study_id_param),
-                studies::session_id_param.eq(&config.session_id_param),
-                studies::code_completed.eq(&config.code_completed),
-                studies::code_no_consent.eq(&config.code_no_consent),
-                studies::code_failed_check.eq(&config.code_failed_check),
-                studies::code_screened_out.eq(&config.code_screened_out),
-                studies::min_situation_seconds.eq(config.min_situation_seconds),
-                studies::reservation_minutes.eq(config.reservation_minutes),
-                studies::retention_until.eq(retention_until),
-                studies::updated_at.eq(now()),
-            ),
-        ))
+        .set(settings(config, sources)?)
         .execute(conn)?;
     Ok(())
 }

@@ -209,7 +209,14 @@ fn assignment_stays_balanced_with_dropouts(db: TestDb) {
     let inst = instruments::ensure_builtin(&mut conn).unwrap();
     let mut config = StudyConfig::new("balance", "Balance");
     config.target_per_situation = TARGET;
-    studies::create(&mut conn, &config, StudyStatus::Open, inst, Some(set), 2024).unwrap();
+    studies::create(
+        &mut conn,
+        &config,
+        StudyStatus::Open,
+        studies::Sources::new(inst, Some(set)),
+        2024,
+    )
+    .unwrap();
     let study = studies::load(&mut conn, "balance").unwrap().unwrap();
 
     let mut sim = Sim {

@@ -180,7 +180,14 @@ pub fn scales_study(db: &TestDb) {
     let (panas, _) = instruments::load(&mut conn, "PANAS").unwrap().unwrap();
     let set = situations::find_set(&mut conn, "tested-175").unwrap();
     let config = StudyConfig::new("crowd", "Crowd");
-    studies::create(&mut conn, &config, StudyStatus::Closed, panas, set, 1).unwrap();
+    studies::create(
+        &mut conn,
+        &config,
+        StudyStatus::Closed,
+        studies::Sources::new(panas, set),
+        1,
+    )
+    .unwrap();
 }
 
 fn import_scale(db: &TestDb, scale: &str, instrument: &str) -> std::process::Output {

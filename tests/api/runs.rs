@@ -659,8 +659,7 @@ fn prompt_show_eb_code_is_upstreams_message_byte_for_byte() {
             &mut conn,
             &config,
             emotionbench::domain::study::StudyStatus::Draft,
-            instrument,
-            Some(set),
+            studies::Sources::new(instrument, Some(set)),
             1,
         )
         .unwrap();
@@ -977,8 +976,7 @@ fn scale_study(db: &TestDb, slug: &str, key: &str) {
         &mut conn,
         &config,
         emotionbench::domain::study::StudyStatus::Draft,
-        instrument,
-        set,
+        studies::Sources::new(instrument, set),
         1,
     )
     .unwrap();

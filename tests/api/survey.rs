@@ -61,7 +61,14 @@ fn create_study(
     c.code_screened_out = Some("FULL1".into());
     c.min_situation_seconds = 0;
     tweak(&mut c);
-    studies::create(conn, &c, StudyStatus::Open, inst, Some(set), 42).unwrap();
+    studies::create(
+        conn,
+        &c,
+        StudyStatus::Open,
+        studies::Sources::new(inst, Some(set)),
+        42,
+    )
+    .unwrap();
 }
 
 /// Item numbers of the questionnaire on this page, in display order.
