@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use diesel::Connection;
-
 use crate::auth::password;
 use crate::domain::demo::demo_study;
 use crate::domain::instrument::parse_questionnaires_json;
@@ -75,7 +73,7 @@ pub fn import_situations(
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let summary = conn
-        .transaction(|conn| {
+        .write_transaction(|conn| {
             let summary = situations::import(conn, &set, &source, &file.situations)?;
             audit::record(
                 conn,
@@ -108,7 +106,7 @@ pub fn import_instruments(
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let outcomes = instruments::import(conn, &list)?;
         audit::record(
             conn,
@@ -139,7 +137,7 @@ pub const DEMO_ADMIN_EMAIL: &str = "admin@localhost";
 /// Loads the demo study once, and creates an admin with a random password when there is none.
 pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup, OpsError> {
     let demo = demo_study();
-    let study_created = conn.transaction(|conn| {
+    let study_created = conn.write_transaction(|conn| {
         if store::studies::find(conn, demo.slug)?.is_some() {
             return Ok::<_, StoreError>(false);
         }
@@ -177,7 +175,7 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup, OpsError> {
     let admin = if users::count_admins(conn).map_err(StoreError::from)? == 0 {
         let secret = password::random_secret(20);
         let hash = password::hash(&secret)?;
-        conn.transaction(|conn| {
+        conn.write_transaction(|conn| {
             users::create(conn, DEMO_ADMIN_EMAIL, &hash, users::Role::Admin)?;
             audit::record(
                 conn,
@@ -280,7 +278,7 @@ pub fn import_humans(
         path: path.to_owned(),
         error,
     };
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let (study_row, study_created) = match studies::load(conn, study)? {
             Some(s) => (s, false),
             None => {
@@ -452,7 +450,7 @@ pub fn split_study(
     seed: u64,
 ) -> Result<SplitOutcome, StoreError> {
     use crate::domain::split::{Member, Side, assign};
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let study = studies::load(conn, slug)?
             .ok_or_else(|| StoreError::Conflict(format!("there is no study {slug:?}")))?;
         let members: Vec<Member> = store::cohorts::completed_strata(conn, study.id)?
@@ -547,7 +545,7 @@ pub fn generate_study(
     use rand::{Rng, SeedableRng};
     let demo = demo_study();
     let set_name = format!("{slug}-situations");
-    let study = conn.transaction(|conn| {
+    let study = conn.write_transaction(|conn| {
         let instrument = instruments::ensure_builtin(conn)?;
         situations::import(conn, &set_name, "generated", &demo.situations)?;
         let set = situations::find_set(conn, &set_name)?
@@ -599,7 +597,7 @@ pub fn generate_study(
                 }
             })
             .collect();
-        conn.transaction(|conn| store::cohorts::insert_completed(conn, study.0, &batch))?;
+        conn.write_transaction(|conn| store::cohorts::insert_completed(conn, study.0, &batch))?;
         done += n;
     }
     Ok(study)
@@ -663,7 +661,7 @@ pub fn generate_model_runs(
                 }
             })
             .collect();
-        conn.transaction(|conn| {
+        conn.write_transaction(|conn| {
             store::model_runs::insert_imported(
                 conn,
                 &store::model_runs::NewImportedRun {
@@ -724,7 +722,7 @@ pub fn import_model_results(
         path: path.to_owned(),
         error,
     };
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let study_row = studies::load(conn, study)?
             .ok_or_else(|| StoreError::Conflict(format!("there is no study {study:?}")))?;
         // The answers' instrument: --instrument, else the study's own. A run records its

@@ -5,7 +5,6 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 use chrono::NaiveDate;
-use diesel::Connection;
 
 use super::{Admin, Nav, Researcher, actor, check_csrf, field};
 use crate::domain::study::{StudyConfig, StudyStatus};
@@ -296,7 +295,7 @@ async fn save(
                         set,
                         retention_until: retention.and_then(|d| d.and_hms_opt(0, 0, 0)),
                     };
-                    let r = conn.transaction(|conn| {
+                    let r = conn.write_transaction(|conn| {
                         match id {
                             None => {
                                 let seed = i64::from(rand::random::<u32>());
@@ -431,7 +430,7 @@ pub async fn set_status(
     let slug2 = study.slug.clone();
     state
         .db(move |conn| {
-            conn.transaction(|conn| {
+            conn.write_transaction(|conn| {
                 studies::set_status(conn, StudyId(study.id), status)?;
                 audit::record(
                     conn,
@@ -518,7 +517,7 @@ pub async fn delete(
     let who = actor(admin.session());
     state
         .db(move |conn| {
-            conn.transaction(|conn| {
+            conn.write_transaction(|conn| {
                 studies::delete(conn, StudyId(study.id))?;
                 audit::record(conn, &who, "study.delete", Some(&study.slug), None)?;
                 Ok(())
@@ -546,7 +545,7 @@ pub async fn delete_participant(
     let who = actor(admin.session());
     let deleted = state
         .db(move |conn| {
-            conn.transaction(|conn| {
+            conn.write_transaction(|conn| {
                 let n = participants::delete(conn, study.id, &which)?;
                 if n > 0 {
                     audit::record(

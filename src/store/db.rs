@@ -232,6 +232,51 @@ impl DbConnection {
             Self::Sqlite(_) => "sqlite",
         }
     }
+
+    /// A transaction that reads, then writes what it read: use it instead of `transaction`
+    /// whenever the writes depend on the reads.
+    ///
+    /// SQLite: a plain (deferred) transaction reads from a snapshot; when another connection
+    /// commits before this one's first write, that write fails at once with "database is
+    /// locked" (busy_timeout cannot help: waiting would not make the snapshot current). This
+    /// one starts with `BEGIN IMMEDIATE`, which takes the write lock up front and waits for it
+    /// under busy_timeout. Postgres: an ordinary transaction (row locks and the statements'
+    /// own conditions do the rest).
+    pub fn write_transaction<T, E>(
+        &mut self,
+        f: impl FnOnce(&mut DbConnection) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<diesel::result::Error>,
+    {
+        use diesel::connection::{AnsiTransactionManager, TransactionManager};
+        type Manager = <DbConnection as Connection>::TransactionManager;
+        // Nested inside another transaction it is a savepoint, like `transaction`.
+        let outermost_sqlite = match self {
+            Self::Sqlite(c) => AnsiTransactionManager::transaction_manager_status_mut(c)
+                .transaction_depth()?
+                .is_none(),
+            Self::Postgresql(_) => false,
+        };
+        match self {
+            Self::Sqlite(c) if outermost_sqlite => {
+                AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")?
+            }
+            _ => Manager::begin_transaction(self)?,
+        }
+        match f(self) {
+            Ok(value) => {
+                Manager::commit_transaction(self)?;
+                Ok(value)
+            }
+            Err(e) => {
+                // The caller's error is the one that matters; a failed rollback leaves the
+                // connection broken, which the pool notices.
+                let _ = Manager::rollback_transaction(self);
+                Err(e)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -269,6 +314,74 @@ mod tests {
             panic!("{e}");
         });
         assert_eq!(u.redacted(), "postgres://bob:***@db:5432/eb");
+    }
+
+    /// Two connections to one SQLite file: A reads, B commits a write, A writes what it read.
+    /// In a plain transaction A's write fails at once ("database is locked"); in a write
+    /// transaction B waits for A instead, and both writes land.
+    #[test]
+    fn a_write_transaction_on_sqlite_survives_a_concurrent_writer() {
+        use std::sync::mpsc;
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let pool = connect(&url, 2).unwrap_or_else(|e| panic!("{e}"));
+        let mut setup = pool.get().unwrap_or_else(|e| panic!("{e}"));
+        setup
+            .batch_execute("CREATE TABLE n (v INTEGER NOT NULL); INSERT INTO n VALUES (0);")
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(setup);
+        #[derive(QueryableByName)]
+        struct V {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            v: i32,
+        }
+        let read = |c: &mut DbConnection| -> QueryResult<i32> {
+            Ok(diesel::sql_query("SELECT v FROM n").get_result::<V>(c)?.v)
+        };
+        let run = |immediate: bool| -> (QueryResult<()>, i32) {
+            let (read_done, go_b) = mpsc::channel::<()>();
+            let (b_started, go_a) = mpsc::channel::<()>();
+            let p = pool.clone();
+            let b = std::thread::spawn(move || {
+                let mut c = p.get().unwrap_or_else(|e| panic!("{e}"));
+                let _ = go_b.recv();
+                let _ = b_started.send(());
+                c.batch_execute("UPDATE n SET v = v + 100")
+                    .unwrap_or_else(|e| panic!("{e}"));
+            });
+            let mut pooled = pool.get().unwrap_or_else(|e| panic!("{e}"));
+            let a: &mut DbConnection = &mut pooled;
+            let body = |c: &mut DbConnection| -> QueryResult<()> {
+                let v = read(c)?;
+                let _ = read_done.send(());
+                let _ = go_a.recv();
+                // Give B the time to commit (plain) or to block on the lock (immediate).
+                std::thread::sleep(Duration::from_millis(200));
+                diesel::sql_query(format!("UPDATE n SET v = {}", v + 1)).execute(c)?;
+                Ok(())
+            };
+            let r = if immediate {
+                a.write_transaction(body)
+            } else {
+                a.transaction(body)
+            };
+            b.join().unwrap_or_else(|_| panic!("B panicked"));
+            let v = read(a).unwrap_or_else(|e| panic!("{e}"));
+            (r, v)
+        };
+        let (plain, _) = run(false);
+        let err = plain.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("locked"), "{err:?}");
+        // Nested, a write transaction is a savepoint.
+        let mut c = pool.get().unwrap_or_else(|e| panic!("{e}"));
+        let nested: QueryResult<i32> = c.write_transaction(|c| c.write_transaction(|c| read(c)));
+        assert!(nested.is_ok(), "{nested:?}");
+        drop(c);
+        let (immediate, v) = run(true);
+        assert!(immediate.is_ok(), "{immediate:?}");
+        // B's +100 after A's read-and-increment: nothing lost.
+        let before = v - 101;
+        assert!(before >= 0 && (v - before) == 101, "v = {v}");
     }
 
     #[test]

@@ -306,7 +306,7 @@ pub fn import(
     conn: &mut DbConnection,
     list: &[Instrument],
 ) -> Result<Vec<(String, Outcome)>, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         list.iter()
             .map(|i| upsert(conn, i, false).map(|(_, o)| (i.key.clone(), o)))
             .collect()

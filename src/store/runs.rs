@@ -217,7 +217,7 @@ pub fn create(
     run: &NewRun,
     trials: &[NewTrial],
 ) -> Result<RunId, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let t = now();
         let id = diesel::insert_into(model_runs::table)
             .values((
@@ -400,12 +400,16 @@ fn transition(
     from: &[&str],
     to: &str,
 ) -> Result<Run, StoreError> {
-    conn.transaction(|conn| {
-        // Write first: takes SQLite's write lock (a read-then-write transaction could fail with
-        // "database is locked" when another writer commits in between) and Postgres' row lock.
-        diesel::update(model_runs::table.find(id.0))
-            .set(model_runs::updated_at.eq(model_runs::updated_at))
-            .execute(conn)?;
+    conn.write_transaction(|conn| {
+        // Postgres: lock the row before reading it (SQLite holds the write lock already).
+        if let DbConnection::Postgresql(c) = conn {
+            model_runs::table
+                .find(id.0)
+                .select(model_runs::id)
+                .for_update()
+                .first::<i64>(c)
+                .optional()?;
+        }
         let run = get(conn, id)?.ok_or_else(|| StoreError::Conflict(format!("no run {id}")))?;
         if run.status == to && to != status::QUEUED {
             return Ok(run);
@@ -594,7 +598,7 @@ pub fn start_attempt(
     lease: Duration,
     request: &str,
 ) -> Result<Option<i32>, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let t = now();
         let attempt = diesel::update(held!(trial, owner))
             .set((

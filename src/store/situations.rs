@@ -82,7 +82,7 @@ pub fn import(
     file: &[Situation],
 ) -> Result<ImportSummary, StoreError> {
     valid_set_name(set_name).map_err(StoreError::Conflict)?;
-    conn.transaction(|conn| import_in_tx(conn, set_name, source, file))
+    conn.write_transaction(|conn| import_in_tx(conn, set_name, source, file))
 }
 
 fn import_in_tx(

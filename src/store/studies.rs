@@ -326,7 +326,7 @@ pub fn apply_retention(conn: &mut DbConnection) -> QueryResult<Vec<(String, usiz
         .load(conn)?;
     let mut out = Vec::new();
     for (id, slug) in due {
-        let n = conn.transaction(|conn| {
+        let n = conn.write_transaction(|conn| {
             let n = diesel::delete(participants::table.filter(participants::study_id.eq(id)))
                 .execute(conn)?;
             set_status(conn, StudyId(id), StudyStatus::Closed)?;

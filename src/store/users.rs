@@ -149,7 +149,7 @@ pub fn set_password(
     email: &str,
     password_hash: &str,
 ) -> Result<UserId, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let t = now();
         let id = users::table
             .filter(users::email.eq(email.trim().to_lowercase()))
@@ -171,7 +171,7 @@ pub fn set_password(
 
 /// Disables an account and ends its sessions.
 pub fn disable(conn: &mut DbConnection, email: &str) -> Result<UserId, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let id = users::table
             .filter(users::email.eq(email.trim().to_lowercase()))
             .select(users::id)
