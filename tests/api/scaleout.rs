@@ -69,25 +69,41 @@ fn wait_for_port(port: u16, what: &str, child: &mut Child) {
     }
 }
 
-/// Every process the test started, killed (SIGKILL) and reaped when the test ends, passing or
-/// not.
+/// Every process the test started, stopped and reaped when the test ends, passing or not:
+/// SIGKILL, except for nginx, which gets SIGTERM first (its worker processes outlive a master
+/// killed with SIGKILL).
 #[derive(Default)]
-struct Processes(Vec<Child>);
+struct Processes(Vec<(Child, bool)>);
 
 impl Processes {
     fn add(&mut self, child: Child) -> usize {
-        self.0.push(child);
+        self.0.push((child, false));
+        self.0.len() - 1
+    }
+
+    fn add_graceful(&mut self, child: Child) -> usize {
+        self.0.push((child, true));
         self.0.len() - 1
     }
 
     fn get(&mut self, i: usize) -> &mut Child {
-        &mut self.0[i]
+        &mut self.0[i].0
     }
 }
 
 impl Drop for Processes {
     fn drop(&mut self) {
-        for child in &mut self.0 {
+        for (child, graceful) in &mut self.0 {
+            if *graceful && matches!(child.try_wait(), Ok(None)) {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &child.id().to_string()])
+                    .status();
+                let t = Instant::now();
+                while matches!(child.try_wait(), Ok(None)) && t.elapsed() < Duration::from_secs(10)
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
             if let Ok(None) = child.try_wait() {
                 let _ = child.kill();
             }
@@ -328,7 +344,7 @@ fn two_replicas_and_two_workers_behind_nginx_lose_nothing_when_a_replica_is_kill
         .args(["-g", "daemon off;"])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
-    let n = procs.add(nginx.spawn().unwrap());
+    let n = procs.add_graceful(nginx.spawn().unwrap());
     wait_for_port(proxy, "nginx", procs.get(n));
 
     // The load, through nginx only.
