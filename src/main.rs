@@ -200,6 +200,12 @@ struct BenchSurveyArgs {
     /// answers stored, none twice.
     #[arg(long, value_name = "DATABASE_URL")]
     verify: Option<String>,
+    /// Send a request again, at most this many times, when it fails in transit (connection
+    /// error, or 502/503/504 from a proxy or a server without its database). Safe for the
+    /// survey's POSTs: a page submit that was already stored is not stored twice (the page
+    /// state machine redirects the resend to the current page). Resends are counted.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -920,6 +926,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 think: std::time::Duration::from_millis(a.think_ms),
                 server_pid: a.server_pid,
                 pid_prefix: format!("bench{}x", std::process::id()),
+                retries: a.retries,
             };
             let report = survey::run(&cfg)?;
             let verification = match &a.verify {
@@ -1039,6 +1046,12 @@ fn print_survey_report(
     );
     for e in &r.error_samples {
         println!("  error: {e}");
+    }
+    if r.retries > 0 {
+        println!(
+            "resent:       {} requests after a connection error or 502/503/504",
+            r.retries
+        );
     }
     println!(
         "throughput:   {:.1} completed participants/s, {:.0} requests/s over {:.1} s at concurrency {concurrency}",

@@ -25,6 +25,11 @@ pub struct Config {
     pub server_pid: Option<u32>,
     /// Prefix of the Prolific ids used (so a verification finds exactly this run's participants).
     pub pid_prefix: String,
+    /// How many times a request is sent again after it failed in transit: a connection error,
+    /// or a 502/503/504 answer (a proxy whose upstream died, a server without its database).
+    /// 0 (the default) counts the first failure as the participant's error. Resending is safe
+    /// for every request this generator makes, POSTs included: see [`resendable`].
+    pub retries: u32,
 }
 
 /// Latency percentiles of one page, in milliseconds.
@@ -45,6 +50,8 @@ pub struct Report {
     pub errors: u64,
     pub error_samples: Vec<String>,
     pub requests: u64,
+    /// Requests sent again after a connection error or a 502/503/504 (see `Config::retries`).
+    pub retries: u64,
     pub wall_seconds: f64,
     pub completed_per_second: f64,
     pub requests_per_second: f64,
@@ -92,7 +99,32 @@ struct Shared {
     errors: Mutex<Vec<String>>,
     completed: Mutex<Vec<String>>,
     requests: AtomicU64,
+    retries: AtomicU64,
     error_count: AtomicU64,
+}
+
+/// Whether a failed exchange may be sent again: a transport error (refused, reset, closed
+/// before the answer) or a gateway/unavailable status, never an answer of the application's
+/// own (a 4xx, a 422 form page, a 500).
+///
+/// Resending a POST is safe here because the generator only POSTs survey pages, and those are
+/// idempotent by design: `store::participants::submit` moves the participant from the page
+/// posted to the next one with a conditional UPDATE (`WHERE page = <posted page> AND status =
+/// 'active'`) in the same transaction as the answers, and answers are unique per participant
+/// × phase × item. If the first POST was committed before its answer was lost, the resend finds
+/// the participant already moved, stores nothing and is redirected (303) to the current page,
+/// exactly like a participant's double click; if it was not committed, the resend is the first
+/// submit. GETs only read (and record a "shown" timestamp).
+fn resendable(outcome: &Result<u16, String>) -> bool {
+    match outcome {
+        Err(_) => true,
+        Ok(status) => matches!(status, 502..=504),
+    }
+}
+
+/// Pause before resend number `n` (1-based): 50 ms doubling, at most 1.6 s.
+fn backoff(n: u32) -> Duration {
+    Duration::from_millis(50u64 << n.saturating_sub(1).min(5))
 }
 
 fn field_value<'a>(body: &'a str, marker: &str) -> Option<&'a str> {
@@ -146,6 +178,14 @@ struct Client<'a> {
     agent: ureq::Agent,
     base: &'a str,
     shared: &'a Shared,
+    retries: u32,
+}
+
+fn location(r: &ureq::http::Response<ureq::Body>) -> Option<String> {
+    r.headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 impl Client<'_> {
@@ -157,24 +197,47 @@ impl Client<'_> {
         }
     }
 
-    fn get(&self, path: &str, label: &str) -> Result<(u16, Option<String>, String), String> {
+    /// Sends a request (`send` makes one exchange and reads the whole answer), resending it up
+    /// to `retries` times while it fails in transit (see [`resendable`]). The latency recorded is
+    /// the participant's: from the first send to the answer, resends included.
+    fn exchange<T>(
+        &self,
+        label: &str,
+        send: impl Fn() -> Result<(u16, T), String>,
+    ) -> Result<(u16, T), String> {
         let t = Instant::now();
-        let mut r = self
-            .agent
-            .get(format!("{}{path}", self.base))
-            .call()
-            .map_err(|e| format!("GET {path}: {e}"))?;
-        let body = r
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| format!("GET {path}: {e}"))?;
-        self.record(label, t);
-        let loc = r
-            .headers()
-            .get("location")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        Ok((r.status().as_u16(), loc, body))
+        let mut resent = 0;
+        loop {
+            let outcome = send();
+            let status = outcome.as_ref().map(|(s, _)| *s).map_err(Clone::clone);
+            if resent < self.retries && resendable(&status) {
+                resent += 1;
+                self.shared.retries.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(backoff(resent));
+                continue;
+            }
+            if outcome.is_ok() {
+                self.record(label, t);
+            }
+            return outcome;
+        }
+    }
+
+    fn get(&self, path: &str, label: &str) -> Result<(u16, Option<String>, String), String> {
+        let url = format!("{}{path}", self.base);
+        let (status, (loc, body)) = self.exchange(label, || {
+            let mut r = self
+                .agent
+                .get(&url)
+                .call()
+                .map_err(|e| format!("GET {path}: {e}"))?;
+            let body = r
+                .body_mut()
+                .read_to_string()
+                .map_err(|e| format!("GET {path}: {e}"))?;
+            Ok((r.status().as_u16(), (location(&r), body)))
+        })?;
+        Ok((status, loc, body))
     }
 
     fn post(
@@ -183,20 +246,16 @@ impl Client<'_> {
         label: &str,
         fields: &[(String, String)],
     ) -> Result<(u16, Option<String>), String> {
-        let t = Instant::now();
-        let mut r = self
-            .agent
-            .post(format!("{}{path}", self.base))
-            .send_form(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .map_err(|e| format!("POST {path}: {e}"))?;
-        let _ = r.body_mut().read_to_string();
-        self.record(label, t);
-        let loc = r
-            .headers()
-            .get("location")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        Ok((r.status().as_u16(), loc))
+        let url = format!("{}{path}", self.base);
+        self.exchange(label, || {
+            let mut r = self
+                .agent
+                .post(&url)
+                .send_form(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .map_err(|e| format!("POST {path}: {e}"))?;
+            let _ = r.body_mut().read_to_string();
+            Ok((r.status().as_u16(), location(&r)))
+        })
     }
 
     /// Shows one page and submits it; returns where the server sends the participant next.
@@ -240,6 +299,7 @@ fn participant(
     pid: &str,
     salt: u64,
     think: Duration,
+    retries: u32,
     shared: &Shared,
 ) -> Result<(), String> {
     let client = Client {
@@ -251,6 +311,7 @@ fn participant(
             .into(),
         base,
         shared,
+        retries,
     };
     let entry = format!("/s/{study}?PROLIFIC_PID={pid}&STUDY_ID=bench&SESSION_ID={pid}");
     let (status, loc, _) = client.get(&entry, "GET entry")?;
@@ -307,6 +368,7 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
         errors: Mutex::new(Vec::new()),
         completed: Mutex::new(Vec::new()),
         requests: AtomicU64::new(0),
+        retries: AtomicU64::new(0),
         error_count: AtomicU64::new(0),
     };
     let next = AtomicU64::new(0);
@@ -325,7 +387,7 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
                         break;
                     }
                     let pid = format!("{}{n}", cfg.pid_prefix);
-                    match participant(&base, &cfg.study, &pid, n, cfg.think, &shared) {
+                    match participant(&base, &cfg.study, &pid, n, cfg.think, cfg.retries, &shared) {
                         Ok(()) => {
                             if let Ok(mut c) = shared.completed.lock() {
                                 c.push(pid);
@@ -365,6 +427,7 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
         errors: shared.error_count.load(Ordering::Relaxed),
         error_samples: shared.errors.into_inner().unwrap_or_default(),
         requests,
+        retries: shared.retries.load(Ordering::Relaxed),
         wall_seconds: wall,
         completed_per_second: completed as f64 / wall.max(1e-9),
         requests_per_second: requests as f64 / wall.max(1e-9),
@@ -468,6 +531,7 @@ mod tests {
             think: Duration::ZERO,
             server_pid: None,
             pid_prefix: "b".into(),
+            retries: 0,
         };
         assert!(matches!(run(&cfg), Err(BenchError::NotLoopback(_))));
     }
@@ -482,6 +546,121 @@ mod tests {
             a,
             vec![("item-3".into(), "4".into()), ("item-1".into(), "2".into())]
         );
+    }
+
+    /// A one-shot local server: for each connection in turn, reads one request and then either
+    /// closes the connection without an answer (`None`) or answers with that status (303s carry
+    /// a Location). Returns its base URL.
+    fn scripted(replies: Vec<Option<u16>>) -> String {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for reply in replies {
+                let Ok((stream, _)) = listener.accept() else {
+                    return;
+                };
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.split_once(':') {
+                        if k.eq_ignore_ascii_case("content-length") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let mut stream = reader.into_inner();
+                if let Some(status) = reply {
+                    let extra = if status == 303 {
+                        "Location: /s/x/next\r\n"
+                    } else {
+                        ""
+                    };
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status} X\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n"
+                    );
+                }
+            }
+        });
+        base
+    }
+
+    fn shared() -> Shared {
+        Shared {
+            latencies: Mutex::new(HashMap::new()),
+            errors: Mutex::new(Vec::new()),
+            completed: Mutex::new(Vec::new()),
+            requests: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            error_count: AtomicU64::new(0),
+        }
+    }
+
+    fn client<'a>(base: &'a str, shared: &'a Shared, retries: u32) -> Client<'a> {
+        Client {
+            agent: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .timeout_global(Some(Duration::from_secs(10)))
+                .build()
+                .into(),
+            base,
+            shared,
+            retries,
+        }
+    }
+
+    #[test]
+    fn only_transport_failures_and_gateway_statuses_are_resent() {
+        assert!(resendable(&Err(
+            "POST /s/x/consent: connection reset".into()
+        )));
+        for s in [502, 503, 504] {
+            assert!(resendable(&Ok(s)), "{s}");
+        }
+        for s in [200, 303, 400, 403, 413, 422, 500] {
+            assert!(!resendable(&Ok(s)), "{s}");
+        }
+        assert_eq!(backoff(1), Duration::from_millis(50));
+        assert_eq!(backoff(2), Duration::from_millis(100));
+        assert_eq!(backoff(30), Duration::from_millis(1600));
+    }
+
+    #[test]
+    fn a_post_lost_in_transit_is_resent_and_counted() {
+        // The connection closes without an answer, then a proxy answers 502, then the server
+        // takes the submit.
+        let base = scripted(vec![None, Some(502), Some(303)]);
+        let shared = shared();
+        let form = [("csrf".to_owned(), "t".to_owned())];
+        let (status, loc) = client(&base, &shared, 2)
+            .post("/s/x/consent", "POST consent", &form)
+            .unwrap();
+        assert_eq!((status, loc.as_deref()), (303, Some("/s/x/next")));
+        assert_eq!(shared.retries.load(Ordering::Relaxed), 2);
+        assert_eq!(shared.requests.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn without_retries_the_first_failure_is_the_outcome() {
+        let base = scripted(vec![None]);
+        let shared = shared();
+        assert!(client(&base, &shared, 0).get("/s/x", "GET entry").is_err());
+        let base = scripted(vec![Some(502), Some(303)]);
+        let (status, _, _) = client(&base, &shared, 0).get("/s/x", "GET entry").unwrap();
+        assert_eq!(status, 502);
+        // An answer of the application's own is never resent.
+        let base = scripted(vec![Some(500), Some(303)]);
+        let (status, _, _) = client(&base, &shared, 3).get("/s/x", "GET entry").unwrap();
+        assert_eq!(status, 500);
+        assert_eq!(shared.retries.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -19,5 +19,6 @@ mod imports;
 mod model_results;
 mod report;
 mod runs;
+mod scaleout;
 mod survey;
 mod web;

@@ -22,12 +22,12 @@ fn with_demo(db: &TestDb) {
 }
 
 /// A config file with these `[[providers]]` bodies.
-struct Config {
+pub(crate) struct Config {
     dir: tempfile::TempDir,
     path: PathBuf,
 }
 
-fn config(providers: &[String]) -> Config {
+pub(crate) fn config(providers: &[String]) -> Config {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("emotionbench.toml");
     let text: String = providers
@@ -38,11 +38,11 @@ fn config(providers: &[String]) -> Config {
     Config { dir, path }
 }
 
-fn provider(name: &str, kind: &str, url: &str, extra: &str) -> String {
+pub(crate) fn provider(name: &str, kind: &str, url: &str, extra: &str) -> String {
     format!("name = \"{name}\"\nkind = \"{kind}\"\nbase_url = \"{url}\"\n{extra}\n")
 }
 
-fn command(db: &TestDb, cfg: &Config, args: &[&str], envs: &[(&str, &str)]) -> Command {
+pub(crate) fn command(db: &TestDb, cfg: &Config, args: &[&str], envs: &[(&str, &str)]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_emotionbench"));
     c.arg("--config")
         .arg(&cfg.path)
@@ -57,11 +57,11 @@ fn command(db: &TestDb, cfg: &Config, args: &[&str], envs: &[(&str, &str)]) -> C
     c
 }
 
-fn eb(db: &TestDb, cfg: &Config, args: &[&str], envs: &[(&str, &str)]) -> Output {
+pub(crate) fn eb(db: &TestDb, cfg: &Config, args: &[&str], envs: &[(&str, &str)]) -> Output {
     command(db, cfg, args, envs).output().unwrap()
 }
 
-fn run_id(out: &str) -> RunId {
+pub(crate) fn run_id(out: &str) -> RunId {
     let id = out
         .lines()
         .find_map(|l| l.strip_prefix("run ")?.split(' ').next()?.parse().ok())
@@ -81,7 +81,7 @@ fn attempts(db: &TestDb, run: RunId) -> Vec<AttemptRecord> {
     runs::attempts(&mut conn, run).unwrap()
 }
 
-fn run_status(db: &TestDb, run: RunId) -> (String, Option<String>) {
+pub(crate) fn run_status(db: &TestDb, run: RunId) -> (String, Option<String>) {
     let pool = db::connect(&db.url, 1).unwrap();
     let mut conn = pool.get().unwrap();
     let r = runs::get(&mut conn, run).unwrap().unwrap();
@@ -524,7 +524,7 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
 }
 
 /// Every trial done, by exactly one successful attempt.
-fn assert_each_trial_done_once(db: &TestDb, run: RunId, expected: usize) {
+pub(crate) fn assert_each_trial_done_once(db: &TestDb, run: RunId, expected: usize) {
     let ts = trials(db, run);
     assert_eq!(ts.len(), expected);
     assert!(ts.iter().all(|t| t.status == "done"), "not all done");
