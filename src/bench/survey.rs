@@ -94,6 +94,7 @@ fn is_loopback(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+#[derive(Default)]
 struct Shared {
     latencies: Mutex<HashMap<String, Vec<u32>>>,
     errors: Mutex<Vec<String>>,
@@ -363,14 +364,7 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
     let hard_stop = Duration::from_secs(3600);
     let deadline = cfg.duration.unwrap_or(hard_stop).min(hard_stop);
     let limit = cfg.participants.unwrap_or(u64::MAX);
-    let shared = Shared {
-        latencies: Mutex::new(HashMap::new()),
-        errors: Mutex::new(Vec::new()),
-        completed: Mutex::new(Vec::new()),
-        requests: AtomicU64::new(0),
-        retries: AtomicU64::new(0),
-        error_count: AtomicU64::new(0),
-    };
+    let shared = Shared::default();
     let next = AtomicU64::new(0);
     let cpu0 = cpu_time(None);
     let server0 = cfg.server_pid.and_then(|p| cpu_time(Some(p)));
@@ -593,14 +587,7 @@ mod tests {
     }
 
     fn shared() -> Shared {
-        Shared {
-            latencies: Mutex::new(HashMap::new()),
-            errors: Mutex::new(Vec::new()),
-            completed: Mutex::new(Vec::new()),
-            requests: AtomicU64::new(0),
-            retries: AtomicU64::new(0),
-            error_count: AtomicU64::new(0),
-        }
+        Shared::default()
     }
 
     fn client<'a>(base: &'a str, shared: &'a Shared, retries: u32) -> Client<'a> {

@@ -7,18 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use crate::helpers::{TestApp, TestDb};
+use crate::helpers::{TestApp, TestDb, free_port};
 use crate::on_both_backends;
 
 const PARTICIPANTS: usize = 200;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn start_server(url: &str, port: u16) -> Child {
     let child = Command::new(env!("CARGO_BIN_EXE_emotionbench"))

@@ -12,6 +12,15 @@ use diesel::connection::SimpleConnection;
 use emotionbench::store::{self, db, instruments, situations};
 use emotionbench::{Application, Settings};
 
+/// A loopback port that was free a moment ago (for a child process to bind).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }

@@ -61,6 +61,28 @@ pub(crate) fn eb(db: &TestDb, cfg: &Config, args: &[&str], envs: &[(&str, &str)]
     command(db, cfg, args, envs).output().unwrap()
 }
 
+/// `emotionbench run --study demo --provider PROVIDER --model MODEL` with `more` arguments.
+fn demo_run(
+    db: &TestDb,
+    cfg: &Config,
+    provider: &str,
+    model: &str,
+    more: &[&str],
+    envs: &[(&str, &str)],
+) -> Output {
+    let mut args = vec![
+        "run",
+        "--study",
+        "demo",
+        "--provider",
+        provider,
+        "--model",
+        model,
+    ];
+    args.extend_from_slice(more);
+    eb(db, cfg, &args, envs)
+}
+
 pub(crate) fn run_id(out: &str) -> RunId {
     let id = out
         .lines()
@@ -110,17 +132,12 @@ fn a_run_creates_every_trial_and_completes_each_once_with_its_record(db: TestDb)
         &server.base_url(),
         "concurrency = 3\nprice_input_per_mtok = 1.0\nprice_output_per_mtok = 2.0",
     )]);
-    let out = ok(eb(
+    let out = ok(demo_run(
         &db,
         &cfg,
+        "fake",
+        "m1",
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "fake",
-            "--model",
-            "m1",
             "--default-repeats",
             "2",
             "--repeats",
@@ -186,23 +203,12 @@ fn claims_never_hand_out_a_trial_twice_and_expired_leases_return(db: TestDb) {
     with_demo(&db);
     let server = answering(Duration::ZERO);
     let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
-    let out = ok(eb(
+    let out = ok(demo_run(
         &db,
         &cfg,
-        &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "fake",
-            "--model",
-            "m",
-            "--default-repeats",
-            "3",
-            "--repeats",
-            "0",
-            "--detach",
-        ],
+        "fake",
+        "m",
+        &["--default-repeats", "3", "--repeats", "0", "--detach"],
         &[],
     ));
     let run = run_id(&out);
@@ -278,22 +284,12 @@ fn one_trial(db: &TestDb, server: &FakeServer, extra: &str) -> (RunId, Output) {
         &server.base_url(),
         &format!("concurrency = 1\nbackoff_base_ms = 50\n{extra}"),
     )]);
-    let out = eb(
+    let out = demo_run(
         db,
         &cfg,
-        &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "fake",
-            "--model",
-            "m",
-            "--default-repeats",
-            "1",
-            "--repeats",
-            "0",
-        ],
+        "fake",
+        "m",
+        &["--default-repeats", "1", "--repeats", "0"],
         &[("EB_FAKE_KEY", "sk-test-secret-123")],
     );
     let id = run_id(&stdout(&out));
@@ -446,17 +442,12 @@ fn anthropic_and_gemini_wire_formats_carry_system_keys_and_tokens() {
             &server.base_url(),
             "api_key_env = \"EB_KEY\"\nconcurrency = 2",
         )]);
-        let out = ok(eb(
+        let out = ok(demo_run(
             &db,
             &cfg,
+            "p",
+            "mod-x",
             &[
-                "run",
-                "--study",
-                "demo",
-                "--provider",
-                "p",
-                "--model",
-                "mod-x",
                 "--default-repeats",
                 "1",
                 "--repeats",
@@ -539,17 +530,12 @@ pub(crate) fn assert_each_trial_done_once(db: &TestDb, run: RunId, expected: usi
 }
 
 fn create_detached(db: &TestDb, cfg: &Config, default_repeats: &str) -> RunId {
-    let out = ok(eb(
+    let out = ok(demo_run(
         db,
         cfg,
+        "fake",
+        "m",
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "fake",
-            "--model",
-            "m",
             "--default-repeats",
             default_repeats,
             "--repeats",
@@ -751,17 +737,12 @@ fn prompt_show_with_a_seed_shows_the_order_a_run_sends() {
     with_demo(&db);
     let server = answering(Duration::ZERO);
     let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
-    let out = ok(eb(
+    let out = ok(demo_run(
         &db,
         &cfg,
+        "fake",
+        "m",
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "fake",
-            "--model",
-            "m",
             "--seed",
             "99",
             "--default-repeats",
@@ -883,17 +864,12 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
         "concurrency = 1\ntimeout_seconds = 600",
     )]);
     let started = Instant::now();
-    let out = ok(eb(
+    let out = ok(demo_run(
         &db,
         &cfg,
+        "local",
+        "smollm2-135m",
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "local",
-            "--model",
-            "smollm2-135m",
             "--default-repeats",
             "2",
             "--repeats",
@@ -1180,17 +1156,12 @@ fn two_templates_of_one_model_are_compared_per_emotion_with_a_test(db: TestDb) {
         "concurrency = 4",
     )]);
     let run = |template: &str| {
-        let out = ok(eb(
+        let out = ok(demo_run(
             &db,
             &cfg,
+            "fake",
+            "m",
             &[
-                "run",
-                "--study",
-                "demo",
-                "--provider",
-                "fake",
-                "--model",
-                "m",
                 "--template",
                 template,
                 "--default-repeats",

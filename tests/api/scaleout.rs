@@ -24,7 +24,7 @@ use diesel::prelude::*;
 use emotionbench::llm::fake::{FakeAction, FakeServer};
 use emotionbench::store::schema::{model_trials, participants, studies};
 
-use crate::helpers::{TestApp, TestDb, cli, missing, ok};
+use crate::helpers::{TestApp, TestDb, cli, free_port, missing, ok};
 use crate::runs::{assert_each_trial_done_once, command, config, eb, provider, run_id, run_status};
 
 const PARTICIPANTS: i64 = 200;
@@ -45,14 +45,6 @@ fn nginx() -> Option<PathBuf> {
         .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
         .map(|d| d.join("nginx"))
         .find(|p| p.is_file())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn wait_for_port(port: u16, what: &str, child: &mut Child) {
