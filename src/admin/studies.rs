@@ -331,7 +331,10 @@ async fn save(
         }
     };
     match outcome {
-        Ok(slug) => Ok(see_other(&format!("/admin/studies/{slug}"))),
+        Ok(slug) => {
+            state.forget_study(&slug);
+            Ok(see_other(&format!("/admin/studies/{slug}")))
+        }
         Err(errors) => {
             let (instruments, sets) = choices(&state).await?;
             render_status(
@@ -443,6 +446,7 @@ pub async fn set_status(
             })
         })
         .await?;
+    state.forget_study(&study.slug);
     Ok(see_other(&format!("/admin/studies/{}", study.slug)))
 }
 
@@ -515,6 +519,7 @@ pub async fn delete(
         );
     }
     let who = actor(admin.session());
+    let slug = study.slug.clone();
     state
         .db(move |conn| {
             conn.write_transaction(|conn| {
@@ -524,6 +529,7 @@ pub async fn delete(
             })
         })
         .await?;
+    state.forget_study(&slug);
     Ok(see_other("/admin"))
 }
 

@@ -73,7 +73,8 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// The study, its instrument and the participant of this browser.
 pub struct SurveyContext {
-    pub study: Study,
+    /// From [`AppState::study`]'s cache (at most a second old).
+    pub study: Arc<Study>,
     pub instrument: Arc<Instrument>,
     pub participant: Option<Participant>,
 }
@@ -84,30 +85,16 @@ impl SurveyContext {
         req: &HttpRequest,
         slug: &str,
     ) -> Result<SurveyContext, AppError> {
-        let slug = slug.to_owned();
-        let (study, participant) = {
-            let cookies: Vec<(String, String)> = req
-                .cookies()
-                .map(|c| {
-                    c.iter()
-                        .map(|c| (c.name().to_owned(), c.value().to_owned()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            state
-                .db(move |conn| {
-                    let Some(study) = store::studies::load(conn, &slug)? else {
-                        return Ok(None);
-                    };
-                    let name = participant_cookie_name(&study);
-                    let participant = match cookies.iter().find(|(k, _)| *k == name) {
-                        Some((_, v)) => store::participants::by_public_id(conn, study.id, v)?,
-                        None => None,
-                    };
-                    Ok(Some((study, participant)))
-                })
-                .await?
-                .ok_or(AppError::NotFound)?
+        let study = state.study(slug).await?.ok_or(AppError::NotFound)?;
+        let name = participant_cookie_name(&study);
+        let participant = match req.cookie(&name) {
+            Some(c) => {
+                let (id, public_id) = (study.id, c.value().to_owned());
+                state
+                    .db(move |conn| Ok(store::participants::by_public_id(conn, id, &public_id)?))
+                    .await?
+            }
+            None => None,
         };
         let instrument = state.instrument(study.instrument_id).await?;
         Ok(SurveyContext {

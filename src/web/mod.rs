@@ -20,6 +20,7 @@ use askama::Template;
 
 use crate::config::Settings;
 use crate::domain::instrument::Instrument;
+use crate::store::studies::Study;
 use crate::store::{DbConnection, InstrumentId, Pool, StoreError};
 pub use error::AppError;
 
@@ -36,7 +37,17 @@ pub struct AppState {
     /// inside its transaction, so a value a second old is good enough and spares a count of
     /// every participant per arrival.
     full: Arc<RwLock<HashMap<i64, (std::time::Instant, bool)>>>,
+    /// Study rows by slug, with when they were read. Every survey request needs its study;
+    /// reading it at most once per [`STUDY_FRESH`] per process spares a query per request.
+    /// Several `serve` processes may share one database, so an admin's edit made in another
+    /// process reaches this one within that time (a study closed there stops taking new
+    /// participants here within a second); edits made through this process's admin pages
+    /// take effect at once ([`AppState::forget_study`]). Unknown slugs are not cached.
+    studies: Arc<RwLock<HashMap<String, (std::time::Instant, Arc<Study>)>>>,
 }
+
+/// How long a cached study row is used before it is read again.
+pub const STUDY_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl AppState {
     pub fn new(pool: Pool, settings: Settings) -> Self {
@@ -45,14 +56,45 @@ impl AppState {
             settings,
             instruments: Arc::default(),
             full: Arc::default(),
+            studies: Arc::default(),
+        }
+    }
+
+    /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].
+    pub async fn study(&self, slug: &str) -> Result<Option<Arc<Study>>, AppError> {
+        if let Some((at, study)) = self.studies.read().ok().and_then(|m| m.get(slug).cloned()) {
+            if at.elapsed() < STUDY_FRESH {
+                return Ok(Some(study));
+            }
+        }
+        let key = slug.to_owned();
+        let Some(study) = self
+            .db(move |conn| Ok(crate::store::studies::load(conn, &key)?))
+            .await?
+            .map(Arc::new)
+        else {
+            self.forget_study(slug);
+            return Ok(None);
+        };
+        if let Ok(mut m) = self.studies.write() {
+            m.insert(slug.to_owned(), (std::time::Instant::now(), study.clone()));
+        }
+        Ok(Some(study))
+    }
+
+    /// Drops a study from the cache (after this process changed or deleted it).
+    pub fn forget_study(&self, slug: &str) {
+        if let Ok(mut m) = self.studies.write() {
+            m.remove(slug);
+        }
+        // Whether it is full is re-counted too: its targets may have changed.
+        if let Ok(mut m) = self.full.write() {
+            m.clear();
         }
     }
 
     /// Whether a study is full, re-counted at most once per second per process.
-    pub async fn study_is_full(
-        &self,
-        study: &crate::store::studies::Study,
-    ) -> Result<bool, AppError> {
+    pub async fn study_is_full(&self, study: &Study) -> Result<bool, AppError> {
         const FRESH: std::time::Duration = std::time::Duration::from_secs(1);
         if let Some((at, full)) = self
             .full
