@@ -215,6 +215,31 @@ fn record_event_at(
     Ok(())
 }
 
+/// A page request in one trip: the participant of `public_id` and, when `requested` is their
+/// current page, the "shown" event recorded (not on final pages) and, on the situation page,
+/// the situation's text. `None` when there is no such participant.
+pub fn open_page(
+    conn: &mut DbConnection,
+    study_id: i64,
+    public_id: &str,
+    requested: Option<Page>,
+) -> QueryResult<Option<(Participant, Option<String>)>> {
+    let Some(p) = by_public_id(conn, study_id, public_id)? else {
+        return Ok(None);
+    };
+    let current = p.page();
+    let mut text = None;
+    if requested == Some(current) {
+        if !current.is_terminal() {
+            record_event(conn, p.id, current, "shown")?;
+        }
+        if current == Page::Situation {
+            text = situation_of(conn, &p)?.map(|(_, text)| text);
+        }
+    }
+    Ok(Some((p, text)))
+}
+
 /// When the participant was first shown a page.
 pub fn first_shown(
     conn: &mut DbConnection,

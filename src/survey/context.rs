@@ -80,28 +80,49 @@ pub struct SurveyContext {
 }
 
 impl SurveyContext {
+    /// The study and its instrument (both from the caches), and the participant of this
+    /// browser looked up in one trip to the database.
     pub async fn load(
         state: &AppState,
         req: &HttpRequest,
         slug: &str,
     ) -> Result<SurveyContext, AppError> {
+        let (mut ctx, public_id) = Self::start(state, req, slug).await?;
+        if let Some(public_id) = public_id {
+            let id = ctx.study.id;
+            ctx.participant = state
+                .db(move |conn| Ok(store::participants::by_public_id(conn, id, &public_id)?))
+                .await?;
+        }
+        Ok(ctx)
+    }
+
+    /// The study and its instrument, without the participant (`None`), and this browser's
+    /// participant id for the study from its cookie: pages that need the participant and
+    /// more from the database look it up in the same trip.
+    pub async fn start(
+        state: &AppState,
+        req: &HttpRequest,
+        slug: &str,
+    ) -> Result<(SurveyContext, Option<String>), AppError> {
         let study = state.study(slug).await?.ok_or(AppError::NotFound)?;
-        let name = participant_cookie_name(&study);
-        let participant = match req.cookie(&name) {
-            Some(c) => {
-                let (id, public_id) = (study.id, c.value().to_owned());
-                state
-                    .db(move |conn| Ok(store::participants::by_public_id(conn, id, &public_id)?))
-                    .await?
-            }
-            None => None,
-        };
+        let public_id = req
+            .cookie(&participant_cookie_name(&study))
+            .map(|c| c.value().to_owned());
         let instrument = state.instrument(study.instrument_id).await?;
-        Ok(SurveyContext {
-            study,
-            instrument,
-            participant,
-        })
+        Ok((
+            SurveyContext {
+                study,
+                instrument,
+                participant: None,
+            },
+            public_id,
+        ))
+    }
+
+    /// The study's entry link (where a browser without a participant is sent).
+    pub fn entry_url(&self) -> String {
+        format!("/s/{}", self.study.slug)
     }
 
     pub fn page_url(&self, page: Page) -> String {

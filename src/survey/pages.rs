@@ -13,6 +13,7 @@ use crate::domain::survey::{
     parse_questionnaire,
 };
 use crate::store::participants::{self, Effect, Participant, Submitted};
+use crate::store::studies::Study;
 use crate::web::{AppError, AppState, render, render_status};
 
 /// What every survey page shows around its content.
@@ -264,11 +265,7 @@ fn demographics(
     submitted: &[(String, String)],
     errors: &FormErrors,
 ) -> DemographicsPage {
-    let year = chrono::Utc::now()
-        .format("%Y")
-        .to_string()
-        .parse()
-        .unwrap_or(2026);
+    let year = this_year();
     let fields = ctx
         .study
         .demographic_fields()
@@ -429,7 +426,7 @@ fn render_page(
 async fn participant_or_entry(ctx: &SurveyContext) -> Result<Participant, HttpResponse> {
     match &ctx.participant {
         Some(p) => Ok(p.clone()),
-        None => Err(see_other(&format!("/s/{}", ctx.study.slug))),
+        None => Err(see_other(&ctx.entry_url())),
     }
 }
 
@@ -439,30 +436,29 @@ pub async fn get(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, AppError> {
     let (slug, page_name) = path.into_inner();
-    let ctx = SurveyContext::load(&state, &req, &slug).await?;
-    let p = match participant_or_entry(&ctx).await {
-        Ok(p) => p,
-        Err(redirect) => return Ok(redirect),
+    let (ctx, public_id) = SurveyContext::start(&state, &req, &slug).await?;
+    let Some(public_id) = public_id else {
+        return Ok(see_other(&ctx.entry_url()));
+    };
+    // One trip to the database: the participant, the "shown" timestamp and, on the situation
+    // page, its text.
+    let requested = Page::parse(&page_name);
+    let study_id = ctx.study.id;
+    let Some((p, text)) = state
+        .db(move |conn| {
+            Ok(participants::open_page(
+                conn, study_id, &public_id, requested,
+            )?)
+        })
+        .await?
+    else {
+        return Ok(see_other(&ctx.entry_url()));
     };
     let current = p.page();
-    if Page::parse(&page_name) != Some(current) {
+    if requested != Some(current) {
         return Ok(see_other(&ctx.page_url(current)));
     }
     let (csrf, new) = context::csrf_token(&req);
-    // One trip to the database: the "shown" timestamp and, on the situation page, its text.
-    let pc = p.clone();
-    let text = state
-        .db(move |conn| {
-            if !current.is_terminal() {
-                participants::record_event(conn, pc.id, current, "shown")?;
-            }
-            if current == Page::Situation {
-                Ok(participants::situation_of(conn, &pc)?.map(|(_, text)| text))
-            } else {
-                Ok(None)
-            }
-        })
-        .await?;
     let resp = if current == Page::Situation {
         let text = text.ok_or_else(|| {
             AppError::Internal("participant without a situation on the situation page".into())
@@ -476,6 +472,163 @@ pub async fn get(
         render_page(&ctx, &p, current, &csrf)?
     };
     Ok(with_csrf(resp, &req, &csrf, new))
+}
+
+/// What a page's form asks to store, or why it cannot be stored.
+enum Decision {
+    Submit(Page, Effect),
+    /// Incomplete or out-of-range answers: the page again with the messages (422).
+    Invalid(FormErrors),
+    /// A form no page of ours sends (400).
+    BadRequest(String),
+}
+
+/// Reads the form of the participant's current page `current` into the move it asks for.
+/// `situation_shown` is when the situation page was first shown (for its minimum time).
+fn decide(
+    study: &Study,
+    instrument: &Instrument,
+    p: &Participant,
+    current: Page,
+    fields: &[(String, String)],
+    situation_shown: Option<chrono::NaiveDateTime>,
+) -> Decision {
+    let extra = [CSRF_FIELD];
+    let invalid = |e: FormErrors| {
+        if e.general.is_empty() {
+            Decision::Invalid(e)
+        } else {
+            Decision::BadRequest(e.general.join("; "))
+        }
+    };
+    let only_csrf = || fields.iter().all(|(k, _)| k == CSRF_FIELD);
+    match current {
+        Page::Consent => {
+            let answer: Vec<&str> = fields
+                .iter()
+                .filter(|(k, _)| k == "consent")
+                .map(|(_, v)| v.as_str())
+                .collect();
+            let unexpected = fields
+                .iter()
+                .any(|(k, _)| k != "consent" && k != CSRF_FIELD);
+            match (answer.as_slice(), unexpected) {
+                (["yes"], false) => Decision::Submit(Page::Demographics, Effect::Consent),
+                (["no"], false) => Decision::Submit(Page::Ended, Effect::End(Outcome::NoConsent)),
+                _ => Decision::BadRequest("Please choose whether you agree to take part.".into()),
+            }
+        }
+        Page::Demographics => {
+            match parse_demographics(&study.demographic_fields(), this_year(), fields, &extra) {
+                Ok(d) => Decision::Submit(Page::PanasBefore, Effect::Demographics(d)),
+                Err(e) => invalid(e),
+            }
+        }
+        Page::PanasBefore | Page::PanasAfter => {
+            let order = p.order(current, instrument.items.len());
+            match parse_questionnaire(instrument, &order, fields, &extra) {
+                Ok(a) => Decision::Submit(
+                    current.next().unwrap_or(Page::Done),
+                    Effect::Answers {
+                        phase: current.phase().unwrap_or("default"),
+                        answers: a.answers,
+                    },
+                ),
+                Err(e) => invalid(e),
+            }
+        }
+        Page::Situation => {
+            if !only_csrf() {
+                return Decision::BadRequest("unexpected fields".into());
+            }
+            let seconds = situation_shown.map_or(0, |s| (crate::store::now() - s).num_seconds());
+            Decision::Submit(
+                Page::PanasAfter,
+                Effect::Situation {
+                    too_fast: seconds < i64::from(study.min_situation_seconds),
+                },
+            )
+        }
+        Page::Check => match grade_check(fields, &extra) {
+            Ok((answer, passed)) => Decision::Submit(
+                Page::Debrief,
+                Effect::Check {
+                    key: ATTENTION_CHECK.key.to_owned(),
+                    answer,
+                    passed,
+                },
+            ),
+            Err(e) => invalid(e),
+        },
+        Page::Debrief => {
+            if !only_csrf() {
+                return Decision::BadRequest("unexpected fields".into());
+            }
+            if p.flag_failed_check && study.check_failure_ends() {
+                Decision::Submit(Page::Ended, Effect::End(Outcome::FailedAttentionCheck))
+            } else {
+                Decision::Submit(Page::Done, Effect::Complete)
+            }
+        }
+        // Not reached: final pages take no submissions (the caller redirects first).
+        Page::Done | Page::Ended | Page::Withdrawn => {
+            Decision::BadRequest("This page takes no answers.".into())
+        }
+    }
+}
+
+fn this_year() -> i32 {
+    use chrono::Datelike;
+    chrono::Utc::now().year()
+}
+
+/// How a page submit ended, from its one trip to the database.
+enum Posted {
+    /// No participant of this browser in this study.
+    NoParticipant,
+    /// The participant as it now is: moved on by this submit, or already elsewhere (a double
+    /// click, Back + resubmit, a forged URL), in which case nothing changed.
+    Moved(Participant),
+    /// The form needs correcting: nothing was stored.
+    Invalid(Participant, Vec<(String, String)>, FormErrors),
+    BadRequest(String),
+}
+
+/// A page submit in one trip to the database: the participant, the form read against their
+/// current page, and `participants::submit` (one transaction that first moves the participant
+/// on with a conditional UPDATE, so a double submit stores nothing twice). The participant is
+/// read outside that transaction; the UPDATE's condition (still on this page, still active)
+/// is what makes the move safe, exactly as when the two were separate requests to the pool.
+fn post_in_db(
+    conn: &mut crate::store::DbConnection,
+    study: &Study,
+    instrument: &Instrument,
+    public_id: &str,
+    requested: Option<Page>,
+    fields: Vec<(String, String)>,
+) -> Result<Posted, crate::store::StoreError> {
+    let Some(p) = participants::by_public_id(conn, study.id, public_id)? else {
+        return Ok(Posted::NoParticipant);
+    };
+    let current = p.page();
+    if requested != Some(current) || current.is_terminal() {
+        return Ok(Posted::Moved(p));
+    }
+    let shown = if current == Page::Situation {
+        participants::first_shown(conn, p.id, Page::Situation)?
+    } else {
+        None
+    };
+    match decide(study, instrument, &p, current, &fields, shown) {
+        Decision::Submit(to, effect) => {
+            // A stale submit (another tab or a double click got there first) changes
+            // nothing; either way the participant continues from wherever they now are.
+            let _: Submitted = participants::submit(conn, study, p.id, current, to, effect)?;
+            Ok(Posted::Moved(participants::get(conn, p.id)?))
+        }
+        Decision::Invalid(e) => Ok(Posted::Invalid(p, fields, e)),
+        Decision::BadRequest(m) => Ok(Posted::BadRequest(m)),
+    }
 }
 
 pub async fn post(
@@ -492,134 +645,36 @@ pub async fn post(
         .find(|(k, _)| k == CSRF_FIELD)
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let ctx = SurveyContext::load(&state, &req, &slug).await?;
-    let p = match participant_or_entry(&ctx).await {
-        Ok(p) => p,
-        Err(redirect) => return Ok(redirect),
+    let (ctx, public_id) = SurveyContext::start(&state, &req, &slug).await?;
+    let Some(public_id) = public_id else {
+        return Ok(see_other(&ctx.entry_url()));
     };
-    let current = p.page();
-    // A POST for any other page (double click, Back + resubmit, a forged URL): nothing changes.
-    if Page::parse(&page_name) != Some(current) || current.is_terminal() {
-        return Ok(see_other(&after_submit(&ctx, &p)));
-    }
-    let extra = [CSRF_FIELD];
-    let invalid = |e: &FormErrors| AppError::BadRequest(e.general.join("; "));
-    let (to, effect) = match current {
-        Page::Consent => {
-            let answer: Vec<&str> = fields
-                .iter()
-                .filter(|(k, _)| k == "consent")
-                .map(|(_, v)| v.as_str())
-                .collect();
-            let unexpected = fields
-                .iter()
-                .any(|(k, _)| k != "consent" && k != CSRF_FIELD);
-            match (answer.as_slice(), unexpected) {
-                (["yes"], false) => (Page::Demographics, Effect::Consent),
-                (["no"], false) => (Page::Ended, Effect::End(Outcome::NoConsent)),
-                _ => {
-                    return Err(AppError::BadRequest(
-                        "Please choose whether you agree to take part.".into(),
-                    ));
-                }
-            }
-        }
-        Page::Demographics => {
-            let year = chrono::Utc::now()
-                .format("%Y")
-                .to_string()
-                .parse()
-                .unwrap_or(2026);
-            match parse_demographics(&ctx.study.demographic_fields(), year, &fields, &extra) {
-                Ok(d) => (Page::PanasBefore, Effect::Demographics(d)),
-                Err(e) if !e.general.is_empty() => return Err(invalid(&e)),
-                Err(e) => {
-                    return render_status(
-                        demographics(&ctx, &csrf, &fields, &e),
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                    );
-                }
-            }
-        }
-        Page::PanasBefore | Page::PanasAfter => {
-            let order = p.order(current, ctx.instrument.items.len());
-            match parse_questionnaire(&ctx.instrument, &order, &fields, &extra) {
-                Ok(a) => (
-                    current.next().unwrap_or(Page::Done),
-                    Effect::Answers {
-                        phase: current.phase().unwrap_or("default"),
-                        answers: a.answers,
-                    },
-                ),
-                Err(e) if !e.general.is_empty() => return Err(invalid(&e)),
-                Err(e) => {
-                    return render_status(
-                        questionnaire(&ctx, &p, current, &csrf, &fields, &e),
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                    );
-                }
-            }
-        }
-        Page::Situation => {
-            if fields.iter().any(|(k, _)| k != CSRF_FIELD) {
-                return Err(AppError::BadRequest("unexpected fields".into()));
-            }
-            let id = p.id;
-            let shown = state
-                .db(move |conn| Ok(participants::first_shown(conn, id, Page::Situation)?))
-                .await?;
-            let seconds = shown.map_or(0, |s| (crate::store::now() - s).num_seconds());
-            (
-                Page::PanasAfter,
-                Effect::Situation {
-                    too_fast: seconds < i64::from(ctx.study.min_situation_seconds),
-                },
-            )
-        }
-        Page::Check => match grade_check(&fields, &extra) {
-            Ok((answer, passed)) => {
-                let effect = Effect::Check {
-                    key: ATTENTION_CHECK.key.to_owned(),
-                    answer,
-                    passed,
-                };
-                (Page::Debrief, effect)
-            }
-            Err(e) if !e.general.is_empty() => return Err(invalid(&e)),
-            Err(_) => {
-                return render_status(
-                    check_page(&ctx, &csrf, None, Some("Please choose an answer.".into())),
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                );
-            }
-        },
-        Page::Debrief => {
-            if fields.iter().any(|(k, _)| k != CSRF_FIELD) {
-                return Err(AppError::BadRequest("unexpected fields".into()));
-            }
-            let failed = p.flag_failed_check && ctx.study.check_failure_ends();
-            if failed {
-                (Page::Ended, Effect::End(Outcome::FailedAttentionCheck))
-            } else {
-                (Page::Done, Effect::Complete)
-            }
-        }
-        Page::Done | Page::Ended | Page::Withdrawn => return Ok(see_other(&ctx.page_url(current))),
-    };
-    let study = ctx.study.clone();
-    let id = p.id;
+    let (study, instrument) = (ctx.study.clone(), ctx.instrument.clone());
+    let requested = Page::parse(&page_name);
     // Committed before any redirect is sent: an error here becomes an error page, never a
     // completion redirect.
-    let (outcome, after) = state
-        .db(move |conn| {
-            let outcome = participants::submit(conn, &study, id, current, to, effect)?;
-            Ok((outcome, participants::get(conn, id)?))
-        })
+    let posted = state
+        .db(move |conn| post_in_db(conn, &study, &instrument, &public_id, requested, fields))
         .await?;
-    // A stale submit (another tab or a double click got there first) changed nothing; either
-    // way the participant continues from wherever they now are.
-    let _: Submitted = outcome;
-    Ok(see_other(&after_submit(&ctx, &after)))
+    match posted {
+        Posted::NoParticipant => Ok(see_other(&ctx.entry_url())),
+        Posted::Moved(p) => Ok(see_other(&after_submit(&ctx, &p))),
+        Posted::BadRequest(m) => Err(AppError::BadRequest(m)),
+        Posted::Invalid(p, fields, e) => match p.page() {
+            Page::Demographics => render_status(
+                demographics(&ctx, &csrf, &fields, &e),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            current @ (Page::PanasBefore | Page::PanasAfter) => render_status(
+                questionnaire(&ctx, &p, current, &csrf, &fields, &e),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            _ => render_status(
+                check_page(&ctx, &csrf, None, Some("Please choose an answer.".into())),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+        },
+    }
 }
 
 /// `GET /s/{study}/withdraw`: asks for confirmation (withdrawing deletes the answers).

@@ -43,8 +43,11 @@ pub struct AppState {
     /// process reaches this one within that time (a study closed there stops taking new
     /// participants here within a second); edits made through this process's admin pages
     /// take effect at once ([`AppState::forget_study`]). Unknown slugs are not cached.
-    studies: Arc<RwLock<HashMap<String, (std::time::Instant, Arc<Study>)>>>,
+    studies: Arc<RwLock<HashMap<String, CachedStudy>>>,
 }
+
+/// A study row and when it was read.
+type CachedStudy = (std::time::Instant, Arc<Study>);
 
 /// How long a cached study row is used before it is read again.
 pub const STUDY_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
