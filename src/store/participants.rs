@@ -313,17 +313,13 @@ fn submit_in_tx(
     let reserve = t + Duration::minutes(i64::from(study.reservation_minutes.max(1)));
     // The guard: only the request that finds the participant still on `from` proceeds. On
     // SQLite this UPDATE also takes the write lock, serialising the rest of the transaction.
-    let moved = diesel::update(
-        participants::table
-            .filter(participants::id.eq(participant))
-            .filter(participants::page.eq(from.as_str()))
-            .filter(participants::status.eq("active")),
-    )
-    .set((
-        participants::page.eq(to.as_str()),
-        participants::updated_at.eq(t),
-        participants::reserved_until.eq(Some(reserve)),
-    ))
+    let moved = hot::MovePage {
+        id: participant,
+        from: from.as_str(),
+        to: to.as_str(),
+        at: t,
+        reserve,
+    }
     .execute(conn)?;
     if moved == 0 {
         return Ok(Submitted::Stale);
@@ -346,12 +342,12 @@ fn submit_in_tx(
                 Assignment::Assigned(draw) => {
                     let record = serde_json::to_string(&draw)
                         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                    diesel::update(participants::table.find(participant))
-                        .set((
-                            participants::situation_id.eq(Some(draw.situation_id)),
-                            participants::assignment.eq(Some(record)),
-                        ))
-                        .execute(conn)?;
+                    hot::Assign {
+                        id: participant,
+                        situation: draw.situation_id,
+                        record,
+                    }
+                    .execute(conn)?;
                 }
                 Assignment::Full => {
                     end(conn, participant, Outcome::ScreenedOut, t)?;
@@ -372,11 +368,11 @@ fn submit_in_tx(
                 .into_iter()
                 .map(|(k, v)| (k, serde_json::Value::String(v)))
                 .collect();
-            diesel::update(participants::table.find(participant))
-                .set(
-                    participants::demographics.eq(Some(serde_json::Value::Object(map).to_string())),
-                )
-                .execute(conn)?;
+            hot::Demographics {
+                id: participant,
+                json: serde_json::Value::Object(map).to_string(),
+            }
+            .execute(conn)?;
         }
         Effect::Answers { phase, answers } => {
             let rows: Vec<_> = answers
@@ -439,17 +435,127 @@ fn submit_in_tx(
                     .collect();
                 crate::domain::survey::is_straightlined(&v)
             });
-            diesel::update(participants::table.find(participant))
-                .set((
-                    participants::status.eq(Outcome::Completed.status()),
-                    participants::completed_at.eq(Some(t)),
-                    participants::reserved_until.eq(None::<NaiveDateTime>),
-                    participants::flag_straightline.eq(straight),
-                ))
-                .execute(conn)?;
+            hot::Complete {
+                id: participant,
+                status: Outcome::Completed.status(),
+                at: t,
+                straight,
+            }
+            .execute(conn)?;
         }
     }
     Ok(result)
+}
+
+/// The UPDATEs every participant's submits run, written as our own query fragments: diesel
+/// never caches the prepared statement of an `update()` (its SET list may vary with the
+/// values), so each would be compiled again on every page submit. These have one fixed SQL
+/// text each (plain identifiers, valid on both backends) and a static query id, so each
+/// pooled connection prepares them once.
+mod hot {
+    use chrono::NaiveDateTime;
+    use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+    use diesel::sql_types::{BigInt, Bool, Text, Timestamp};
+    use diesel::{QueryResult, RunQueryDsl};
+
+    use crate::store::DbConnection;
+    use crate::store::db::MultiBackend;
+
+    /// The submit guard: moves the participant from `from` to `to` only while still active on
+    /// `from` (0 rows: a double submit or another tab got there first).
+    #[derive(QueryId)]
+    pub struct MovePage {
+        pub id: i64,
+        pub from: &'static str,
+        pub to: &'static str,
+        pub at: NaiveDateTime,
+        pub reserve: NaiveDateTime,
+    }
+
+    impl QueryFragment<MultiBackend> for MovePage {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
+            out.push_sql("UPDATE participants SET page = ");
+            out.push_bind_param::<Text, _>(self.to)?;
+            out.push_sql(", updated_at = ");
+            out.push_bind_param::<Timestamp, _>(&self.at)?;
+            out.push_sql(", reserved_until = ");
+            out.push_bind_param::<Timestamp, _>(&self.reserve)?;
+            out.push_sql(" WHERE id = ");
+            out.push_bind_param::<BigInt, _>(&self.id)?;
+            out.push_sql(" AND page = ");
+            out.push_bind_param::<Text, _>(self.from)?;
+            out.push_sql(" AND status = 'active'");
+            Ok(())
+        }
+    }
+
+    impl RunQueryDsl<DbConnection> for MovePage {}
+
+    /// The situation drawn at consent, with the record of the draw.
+    #[derive(QueryId)]
+    pub struct Assign {
+        pub id: i64,
+        pub situation: i64,
+        pub record: String,
+    }
+
+    impl QueryFragment<MultiBackend> for Assign {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
+            out.push_sql("UPDATE participants SET situation_id = ");
+            out.push_bind_param::<BigInt, _>(&self.situation)?;
+            out.push_sql(", assignment = ");
+            out.push_bind_param::<Text, _>(&self.record)?;
+            out.push_sql(" WHERE id = ");
+            out.push_bind_param::<BigInt, _>(&self.id)?;
+            Ok(())
+        }
+    }
+
+    impl RunQueryDsl<DbConnection> for Assign {}
+
+    /// The demographic answers, as a JSON object.
+    #[derive(QueryId)]
+    pub struct Demographics {
+        pub id: i64,
+        pub json: String,
+    }
+
+    impl QueryFragment<MultiBackend> for Demographics {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
+            out.push_sql("UPDATE participants SET demographics = ");
+            out.push_bind_param::<Text, _>(&self.json)?;
+            out.push_sql(" WHERE id = ");
+            out.push_bind_param::<BigInt, _>(&self.id)?;
+            Ok(())
+        }
+    }
+
+    impl RunQueryDsl<DbConnection> for Demographics {}
+
+    /// Completion: status, time, no more reservation, the straight-lining flag.
+    #[derive(QueryId)]
+    pub struct Complete {
+        pub id: i64,
+        pub status: &'static str,
+        pub at: NaiveDateTime,
+        pub straight: bool,
+    }
+
+    impl QueryFragment<MultiBackend> for Complete {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
+            out.push_sql("UPDATE participants SET status = ");
+            out.push_bind_param::<Text, _>(self.status)?;
+            out.push_sql(", completed_at = ");
+            out.push_bind_param::<Timestamp, _>(&self.at)?;
+            out.push_sql(", reserved_until = NULL, flag_straightline = ");
+            out.push_bind_param::<Bool, _>(&self.straight)?;
+            out.push_sql(" WHERE id = ");
+            out.push_bind_param::<BigInt, _>(&self.id)?;
+            Ok(())
+        }
+    }
+
+    impl RunQueryDsl<DbConnection> for Complete {}
 }
 
 fn end(
