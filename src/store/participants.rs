@@ -2,6 +2,11 @@
 //! moves the participant from the page it answers to the next one with a conditional UPDATE:
 //! a double click, a resubmitted POST or a second tab finds the page already moved and changes
 //! nothing.
+//!
+//! Lookups of at most one row (by a unique key) use `get_result`, not `first`: `first` adds
+//! `LIMIT ?`, and SQLite (3.4x) treats a bound LIMIT as able to change the query plan, so a
+//! statement with one is compiled again each time it is run with its value bound; without it
+//! the cached prepared statement is reused.
 
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
@@ -75,7 +80,7 @@ pub fn by_public_id(
         .filter(participants::study_id.eq(study_id))
         .filter(participants::public_id.eq(public_id))
         .select(Participant::as_select())
-        .first(conn)
+        .get_result(conn)
         .optional()
 }
 
@@ -88,7 +93,7 @@ pub fn by_pid(
         .filter(participants::study_id.eq(study_id))
         .filter(participants::prolific_pid.eq(pid))
         .select(Participant::as_select())
-        .first(conn)
+        .get_result(conn)
         .optional()
 }
 
@@ -96,7 +101,7 @@ pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Participant> {
     participants::table
         .find(id)
         .select(Participant::as_select())
-        .first(conn)
+        .get_result(conn)
 }
 
 /// Situation cells of a study: completed and live reservations per situation of its set.
@@ -251,7 +256,7 @@ pub fn first_shown(
         .filter(page_events::page.eq(page.as_str()))
         .filter(page_events::event.eq("shown"))
         .select(diesel::dsl::min(page_events::at))
-        .first(conn)
+        .get_result(conn)
 }
 
 /// What a page submit stores besides moving the participant on.
@@ -628,7 +633,7 @@ pub fn situation_of(
         Some(id) => situations::table
             .find(id)
             .select((situations::key, situations::text))
-            .first(conn)
+            .get_result(conn)
             .optional(),
         None => Ok(None),
     }

@@ -249,7 +249,9 @@ pub fn load(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<Study>> {
     studies::table
         .filter(studies::slug.eq(slug))
         .select(Study::as_select())
-        .first(conn)
+        // Not `first`: its bound LIMIT makes SQLite re-prepare the statement on every run
+        // (see store::participants). The slug is unique.
+        .get_result(conn)
         .optional()
 }
 
