@@ -1,47 +1,58 @@
 #!/usr/bin/env bash
 # Survey load benchmark: the release binary serves on SQLite and on Postgres; `bench survey`
 # drives participants at concurrency 10, 50 and 200, several runs each, with --verify.
-# Usage: bash scripts/bench_survey.sh [participants per run] [runs per setting]
-# Prints one line per run; BENCHMARKS.md reports the medians.
+# Every run gets a fresh database and a fresh server (so runs compare alike); the rounds go
+# through all settings in turn, so noise from other work on the machine spreads over them.
+# Usage: bash scripts/bench_survey.sh [SQLite participants per run] [Postgres participants per run] [runs]
+# Prints one line per run (with the load average at its start); BENCHMARKS.md reports medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n="${1:-1000}"
-runs="${2:-3}"
+n_sqlite="${1:-2500}"
+n_pg="${2:-1000}"
+runs="${3:-3}"
 bin=target/release/emotionbench
 [ -x "$bin" ] || cargo build --release
 pg_admin="${EMOTIONBENCH_TEST_PG:-postgres://postgres@127.0.0.1:5432/test}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
 
-run_backend() {
-  local backend="$1" url="$2"
+one_run() {
+  local backend="$1" c="$2" n="$3" r="$4" url db=""
+  if [ "$backend" = sqlite ]; then
+    rm -f "$tmp"/bench.db*
+    url="sqlite://$tmp/bench.db"
+  else
+    db="eb_bench_$$_${r}_${c}"
+    psql "$pg_admin" -q -c "CREATE DATABASE $db"
+    url="${pg_admin%/*}/$db"
+  fi
   DATABASE_URL="$url" "$bin" bench prepare-study --slug bench >/dev/null
   local port
   port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
   DATABASE_URL="$url" EMOTIONBENCH_LOG=warn "$bin" serve --bind "127.0.0.1:$port" &
   local pid=$!
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-  for c in 10 50 200; do
-    for r in $(seq 1 "$runs"); do
-      out="$("$bin" bench survey --url "http://127.0.0.1:$port" --study bench --concurrency "$c" \
-        --participants "$n" --server-pid "$pid" --verify "$url" --json)"
-      python3 - "$backend" "$c" "$r" <<PY
+  local load
+  load="$(cut -d' ' -f1 /proc/loadavg)"
+  out="$("$bin" bench survey --url "http://127.0.0.1:$port" --study bench --concurrency "$c" \
+    --participants "$n" --server-pid "$pid" --verify "$url" --json)"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  [ -z "$db" ] || psql "$pg_admin" -q -c "DROP DATABASE $db WITH (FORCE)"
+  python3 - "$backend" "$c" "$r" "$load" <<PY
 import json, sys
 d = json.loads('''$out''')
 rep, ver = d["report"], d["verify"]
 o = rep["overall"]
-print(f"{sys.argv[1]:<8} c={sys.argv[2]:<4} run={sys.argv[3]} completed/s={rep['completed_per_second']:.1f} "
+print(f"{sys.argv[1]:<8} c={sys.argv[2]:<4} run={sys.argv[3]} load={sys.argv[4]} completed/s={rep['completed_per_second']:.1f} "
       f"p50={o['p50_ms']:.1f}ms p95={o['p95_ms']:.1f}ms p99={o['p99_ms']:.1f}ms errors={rep['errors']} "
       f"server_cpu_ms/participant={rep['server_cpu_ms_per_participant']:.2f} loadgen_cpu={100*rep['own_cpu_share']:.0f}% "
       f"verified={ver['complete']}/{ver['checked']} incomplete={len(ver['incomplete'])} duplicates={ver['duplicates']}")
 PY
-    done
-  done
-  kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 
-tmp="$(mktemp -d)"
-run_backend sqlite "sqlite://$tmp/bench.db"
-db="eb_bench_$$"
-psql "$pg_admin" -q -c "CREATE DATABASE $db"
-run_backend postgres "${pg_admin%/*}/$db"
-psql "$pg_admin" -q -c "DROP DATABASE $db WITH (FORCE)"
-rm -rf "$tmp"
+for r in $(seq 1 "$runs"); do
+  for c in 10 50 200; do
+    one_run sqlite "$c" "$n_sqlite" "$r"
+    one_run postgres "$c" "$n_pg" "$r"
+  done
+done
