@@ -482,7 +482,6 @@ enum SituationsCommand {
     },
 }
 
-
 /// mimalloc: the survey's many short-lived allocations cost less than with glibc malloc.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
