@@ -128,46 +128,17 @@ pub fn create(
     Ok(StudyId(id))
 }
 
-fn summary(
-    conn: &mut DbConnection,
-    row: (i64, String, String, String, Option<i64>),
-) -> QueryResult<StudySummary> {
-    let (id, slug, title, status, set) = row;
-    let situations = match set {
-        Some(set) => situations::table
-            .filter(situations::set_id.eq(set))
-            .count()
-            .get_result(conn)?,
-        None => 0,
-    };
-    Ok(StudySummary {
-        id: StudyId(id),
-        slug,
-        title,
-        status,
-        situations,
-    })
+/// Which studies to summarise.
+enum Which<'a> {
+    Slug(&'a str),
+    Open,
+    All,
 }
 
-pub fn find(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<StudySummary>> {
-    let row = studies::table
-        .filter(studies::slug.eq(slug))
-        .select((
-            studies::id,
-            studies::slug,
-            studies::title,
-            studies::status,
-            studies::situation_set_id,
-        ))
-        .first(conn)
-        .optional()?;
-    row.map(|r| summary(conn, r)).transpose()
-}
-
-/// Studies open to participants, newest first.
-pub fn list_open(conn: &mut DbConnection) -> QueryResult<Vec<StudySummary>> {
-    let rows = studies::table
-        .filter(studies::status.eq(StudyStatus::Open.as_str()))
+/// Study summaries, newest first, with their situation counts: two queries, however many
+/// studies there are.
+fn summaries(conn: &mut DbConnection, which: Which<'_>) -> QueryResult<Vec<StudySummary>> {
+    let mut query = studies::table
         .order(studies::id.desc())
         .select((
             studies::id,
@@ -176,8 +147,44 @@ pub fn list_open(conn: &mut DbConnection) -> QueryResult<Vec<StudySummary>> {
             studies::status,
             studies::situation_set_id,
         ))
-        .load(conn)?;
-    rows.into_iter().map(|r| summary(conn, r)).collect()
+        .into_boxed();
+    query = match which {
+        Which::Slug(slug) => query.filter(studies::slug.eq(slug)),
+        Which::Open => query.filter(studies::status.eq(StudyStatus::Open.as_str())),
+        Which::All => query,
+    };
+    let rows: Vec<(i64, String, String, String, Option<i64>)> = query.load(conn)?;
+    let sets: Vec<i64> = rows.iter().filter_map(|r| r.4).collect();
+    let counts: std::collections::HashMap<i64, i64> = if sets.is_empty() {
+        Default::default()
+    } else {
+        situations::table
+            .filter(situations::set_id.eq_any(&sets))
+            .group_by(situations::set_id)
+            .select((situations::set_id, diesel::dsl::count_star()))
+            .load::<(i64, i64)>(conn)?
+            .into_iter()
+            .collect()
+    };
+    Ok(rows
+        .into_iter()
+        .map(|(id, slug, title, status, set)| StudySummary {
+            id: StudyId(id),
+            slug,
+            title,
+            status,
+            situations: set.and_then(|s| counts.get(&s).copied()).unwrap_or(0),
+        })
+        .collect())
+}
+
+pub fn find(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<StudySummary>> {
+    Ok(summaries(conn, Which::Slug(slug))?.pop())
+}
+
+/// Studies open to participants, newest first.
+pub fn list_open(conn: &mut DbConnection) -> QueryResult<Vec<StudySummary>> {
+    summaries(conn, Which::Open)
 }
 
 /// A study row with everything the survey and the admin pages need.
@@ -257,17 +264,7 @@ pub fn load(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<Study>> {
 
 /// Every study, newest first (for the researchers' list).
 pub fn list_all(conn: &mut DbConnection) -> QueryResult<Vec<StudySummary>> {
-    let rows = studies::table
-        .order(studies::id.desc())
-        .select((
-            studies::id,
-            studies::slug,
-            studies::title,
-            studies::status,
-            studies::situation_set_id,
-        ))
-        .load(conn)?;
-    rows.into_iter().map(|r| summary(conn, r)).collect()
+    summaries(conn, Which::All)
 }
 
 /// Changes the settings of a study (its slug stays: links have been shared).
