@@ -1172,11 +1172,8 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 fn bench_monitor(participants: usize, runs: usize) -> anyhow::Result<()> {
-    let dir = tempfile_dir()?;
-    let url = format!("sqlite://{}", dir.join("bench.db").display());
-    let pool = db::connect(&url, 2)?;
-    let mut conn = pool.get()?;
-    db::migrate(&mut conn)?;
+    let bench = BenchDb::new()?;
+    let mut conn = bench.conn()?;
     let started = std::time::Instant::now();
     ops::generate_study(&mut conn, "bench", participants, 1)?;
     println!(
@@ -1196,9 +1193,6 @@ fn bench_monitor(participants: usize, runs: usize) -> anyhow::Result<()> {
         );
     }
     times.sort_by(f64::total_cmp);
-    drop(conn);
-    drop(pool);
-    let _ = std::fs::remove_dir_all(&dir);
     println!(
         "monitor: median {:.1} ms over {} loads (min {:.1}, max {:.1})",
         times[times.len() / 2],
@@ -1210,11 +1204,8 @@ fn bench_monitor(participants: usize, runs: usize) -> anyhow::Result<()> {
 }
 
 fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()> {
-    let dir = tempfile_dir()?;
-    let url = format!("sqlite://{}", dir.join("bench.db").display());
-    let pool = db::connect(&url, 2)?;
-    let mut conn = pool.get()?;
-    db::migrate(&mut conn)?;
+    let bench = BenchDb::new()?;
+    let mut conn = bench.conn()?;
     let started = std::time::Instant::now();
     let study = ops::generate_study(&mut conn, "bench", participants, 1)?;
     let generated = started.elapsed();
@@ -1240,9 +1231,6 @@ fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()
     };
     let took = started.elapsed().as_secs_f64();
     let rss_after = peak_rss_kib();
-    drop(conn);
-    drop(pool);
-    let _ = std::fs::remove_dir_all(&dir);
     println!(
         "generated {participants} participants in {:.1} s (SQLite, temporary)",
         generated.as_secs_f64()
@@ -1273,11 +1261,8 @@ fn bench_report(
     runs: usize,
 ) -> anyhow::Result<()> {
     use emotionbench::domain::report::{Mode, Options};
-    let dir = tempfile_dir()?;
-    let url = format!("sqlite://{}", dir.join("bench.db").display());
-    let pool = db::connect(&url, 2)?;
-    let mut conn = pool.get()?;
-    db::migrate(&mut conn)?;
+    let bench = BenchDb::new()?;
+    let mut conn = bench.conn()?;
     let started = std::time::Instant::now();
     ops::generate_study(&mut conn, "bench", participants, 1)?;
     ops::generate_model_runs(&mut conn, "bench", models, trials, 2)?;
@@ -1312,20 +1297,48 @@ fn bench_report(
             times[times.len() - 1]
         );
     }
-    drop(conn);
-    drop(pool);
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
-fn tempfile_dir() -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!(
-        "emotionbench-bench-{}-{}",
-        std::process::id(),
-        emotionbench::auth::password::random_secret(8)
-    ));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
+/// A migrated SQLite database in a fresh temporary directory, for the benchmarks that generate
+/// their own data; the directory is removed when it is dropped.
+struct BenchDb {
+    dir: PathBuf,
+    pool: Option<db::Pool>,
+}
+
+impl BenchDb {
+    fn new() -> anyhow::Result<BenchDb> {
+        let dir = std::env::temp_dir().join(format!(
+            "emotionbench-bench-{}-{}",
+            std::process::id(),
+            emotionbench::auth::password::random_secret(8)
+        ));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let pool = db::connect(&format!("sqlite://{}", dir.join("bench.db").display()), 2)?;
+        db::migrate(&mut *pool.get()?)?;
+        Ok(BenchDb {
+            dir,
+            pool: Some(pool),
+        })
+    }
+
+    fn conn(&self) -> anyhow::Result<db::PooledConnection> {
+        let pool = self
+            .pool
+            .as_ref()
+            .context("the benchmark database is closed")?;
+        Ok(pool.get()?)
+    }
+}
+
+impl Drop for BenchDb {
+    fn drop(&mut self) {
+        // Close the connections before the files go.
+        self.pool.take();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 fn parse_side(s: &str) -> Result<emotionbench::domain::split::Side, String> {
