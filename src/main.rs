@@ -190,9 +190,14 @@ struct BenchSurveyArgs {
     /// Seconds to keep starting participants.
     #[arg(long)]
     duration: Option<u64>,
-    /// Pause between pages, per participant, in milliseconds.
+    /// Mean time on a page before submitting it, in milliseconds; each pause is drawn
+    /// uniformly from ½ to 1½ times this (0: submit at once).
     #[arg(long, default_value_t = 0)]
     think_ms: u64,
+    /// Start the virtual participants spread evenly over this many milliseconds rather than
+    /// all at once.
+    #[arg(long, default_value_t = 0)]
+    ramp_ms: u64,
     /// Report this server process's CPU time per completed participant.
     #[arg(long)]
     server_pid: Option<u32>,
@@ -928,6 +933,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 participants: a.participants,
                 duration: a.duration.map(std::time::Duration::from_secs),
                 think: std::time::Duration::from_millis(a.think_ms),
+                ramp: std::time::Duration::from_millis(a.ramp_ms),
                 server_pid: a.server_pid,
                 pid_prefix: format!("bench{}x", std::process::id()),
                 retries: a.retries,

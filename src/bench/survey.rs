@@ -19,8 +19,12 @@ pub struct Config {
     pub participants: Option<u64>,
     /// Stop starting new participants after this long.
     pub duration: Option<Duration>,
-    /// Pause between pages, per participant.
+    /// Mean time a participant spends on a page before submitting it (see [`think_time`]).
     pub think: Duration,
+    /// The `concurrency` virtual participants start spread evenly over this time instead of
+    /// all in the same instant (people arrive over minutes; a burst of hundreds of entries in
+    /// one millisecond measures the burst, not the steady state).
+    pub ramp: Duration,
     /// A server process to measure the CPU time of.
     pub server_pid: Option<u32>,
     /// Prefix of the Prolific ids used (so a verification finds exactly this run's participants).
@@ -121,6 +125,24 @@ fn resendable(outcome: &Result<u16, String>) -> bool {
         Err(_) => true,
         Ok(status) => matches!(status, 502..=504),
     }
+}
+
+/// The pause on page number `step` of participant `salt`: uniform in [½, 1½] × `mean`, drawn
+/// deterministically, so participants that started together drift apart as people do instead
+/// of submitting in lockstep bursts. The mean stays `mean`.
+fn think_time(mean: Duration, salt: u64, step: u64) -> Duration {
+    if mean.is_zero() {
+        return mean;
+    }
+    // splitmix64 of (participant, page): cheap, and well spread even for consecutive inputs.
+    let mut z = salt
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(step.wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let unit = (z >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+    mean.mul_f64(0.5 + unit)
 }
 
 /// Pause before resend number `n` (1-based): 50 ms doubling, at most 1.6 s.
@@ -234,8 +256,9 @@ impl Client<'_> {
                 .map_err(|e| format!("GET {path}: {e}"))?;
             let body = r
                 .body_mut()
-                .read_to_string()
+                .read_to_vec()
                 .map_err(|e| format!("GET {path}: {e}"))?;
+            let body = String::from_utf8(body).map_err(|e| format!("GET {path}: {e}"))?;
             Ok((r.status().as_u16(), (location(&r), body)))
         })?;
         Ok((status, loc, body))
@@ -254,7 +277,7 @@ impl Client<'_> {
                 .post(&url)
                 .send_form(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .map_err(|e| format!("POST {path}: {e}"))?;
-            let _ = r.body_mut().read_to_string();
+            let _ = r.body_mut().read_to_vec();
             Ok((r.status().as_u16(), location(&r)))
         })
     }
@@ -307,7 +330,12 @@ fn participant(
         agent: ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
-            .timeout_global(Some(Duration::from_secs(60)))
+            // Per-phase timeouts rather than a global one: with a global (or resolve) timeout
+            // ureq resolves the address on a new thread for every connection, and a thread per
+            // participant showed in the profile.
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_per_read(Some(Duration::from_secs(60)))
+            .timeout_per_write(Some(Duration::from_secs(60)))
             .build()
             .into(),
         base,
@@ -320,8 +348,8 @@ fn participant(
         (303, Some(l)) => l,
         (s, _) => return Err(format!("entry: status {s}")),
     };
-    for _ in 0..20 {
-        match client.page(&next, salt, think)? {
+    for step in 0..20 {
+        match client.page(&next, salt, think_time(think, salt, step))? {
             Step::Done => return Ok(()),
             Step::Next(l) => next = l,
         }
@@ -369,9 +397,12 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
     let cpu0 = cpu_time(None);
     let server0 = cfg.server_pid.and_then(|p| cpu_time(Some(p)));
     let t0 = Instant::now();
+    let lanes = cfg.concurrency.max(1);
     std::thread::scope(|scope| {
-        for _ in 0..cfg.concurrency.max(1) {
-            scope.spawn(|| {
+        for lane in 0..lanes {
+            let (next, shared, base) = (&next, &shared, &base);
+            scope.spawn(move || {
+                std::thread::sleep(cfg.ramp.mul_f64(lane as f64 / lanes as f64));
                 loop {
                     if t0.elapsed() >= deadline {
                         break;
@@ -381,7 +412,7 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
                         break;
                     }
                     let pid = format!("{}{n}", cfg.pid_prefix);
-                    match participant(&base, &cfg.study, &pid, n, cfg.think, cfg.retries, &shared) {
+                    match participant(base, &cfg.study, &pid, n, cfg.think, cfg.retries, shared) {
                         Ok(()) => {
                             if let Ok(mut c) = shared.completed.lock() {
                                 c.push(pid);
@@ -508,6 +539,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn think_times_spread_over_half_to_one_and_a_half_the_mean() {
+        let mean = Duration::from_millis(200);
+        let draws: Vec<f64> = (0..2000u64)
+            .flat_map(|p| (0..8).map(move |s| think_time(mean, p, s).as_secs_f64() * 1000.0))
+            .collect();
+        assert!(draws.iter().all(|&ms| (100.0..300.0).contains(&ms)));
+        let avg = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!((avg - 200.0).abs() < 2.0, "mean {avg}");
+        // Spread over the whole range, not bunched: each 20 ms bucket holds about a tenth.
+        for b in 0..10 {
+            let lo = 100.0 + 20.0 * f64::from(b);
+            let share = draws
+                .iter()
+                .filter(|&&ms| ms >= lo && ms < lo + 20.0)
+                .count() as f64
+                / draws.len() as f64;
+            assert!((0.08..0.12).contains(&share), "bucket {b}: {share}");
+        }
+        assert_eq!(think_time(mean, 7, 3), think_time(mean, 7, 3));
+        assert_eq!(think_time(Duration::ZERO, 7, 3), Duration::ZERO);
+    }
+
+    #[test]
     fn only_loopback_targets_are_accepted() {
         assert!(is_loopback("http://127.0.0.1:8080"));
         assert!(is_loopback("http://localhost:1/x"));
@@ -523,6 +577,7 @@ mod tests {
             participants: Some(1),
             duration: None,
             think: Duration::ZERO,
+            ramp: Duration::ZERO,
             server_pid: None,
             pid_prefix: "b".into(),
             retries: 0,
