@@ -15,6 +15,7 @@ pub mod sessions;
 pub mod situations;
 pub mod studies;
 pub mod users;
+pub mod writer;
 
 pub use db::{DbConnection, DbError, Pool, PooledConnection};
 
@@ -33,6 +34,9 @@ pub enum StoreError {
     /// Stored data that our own code should never have written.
     #[error("stored data is inconsistent: {0}")]
     Corrupt(String),
+    /// The work was not committed (the SQLite writer's batch failed): nothing of it is stored.
+    #[error("not stored: {0}")]
+    NotCommitted(String),
 }
 
 impl From<diesel::r2d2::PoolError> for StoreError {

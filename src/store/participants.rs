@@ -11,6 +11,7 @@
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 
+use super::db::per_backend;
 use super::schema::{attention_checks, page_events, participants, responses, situations};
 use super::studies::Study;
 use super::{DbConnection, StoreError, now};
@@ -76,12 +77,13 @@ pub fn by_public_id(
     study_id: i64,
     public_id: &str,
 ) -> QueryResult<Option<Participant>> {
-    participants::table
+    let query = participants::table
         .filter(participants::study_id.eq(study_id))
-        .filter(participants::public_id.eq(public_id))
+        .filter(participants::public_id.eq(public_id));
+    per_backend!(conn, |c| query
         .select(Participant::as_select())
-        .get_result(conn)
-        .optional()
+        .get_result(c)
+        .optional())
 }
 
 pub fn by_pid(
@@ -89,19 +91,20 @@ pub fn by_pid(
     study_id: i64,
     pid: &str,
 ) -> QueryResult<Option<Participant>> {
-    participants::table
+    let query = participants::table
         .filter(participants::study_id.eq(study_id))
-        .filter(participants::prolific_pid.eq(pid))
+        .filter(participants::prolific_pid.eq(pid));
+    per_backend!(conn, |c| query
         .select(Participant::as_select())
-        .get_result(conn)
-        .optional()
+        .get_result(c)
+        .optional())
 }
 
 pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Participant> {
-    participants::table
-        .find(id)
+    let query = participants::table.find(id);
+    per_backend!(conn, |c| query
         .select(Participant::as_select())
-        .get_result(conn)
+        .get_result(c))
 }
 
 /// Situation cells of a study: completed and live reservations per situation of its set.
@@ -209,14 +212,13 @@ fn record_event_at(
     event: &str,
     at: NaiveDateTime,
 ) -> QueryResult<()> {
-    diesel::insert_into(page_events::table)
-        .values((
-            page_events::participant_id.eq(participant),
-            page_events::page.eq(page.as_str()),
-            page_events::event.eq(event),
-            page_events::at.eq(at),
-        ))
-        .execute(conn)?;
+    let insert = diesel::insert_into(page_events::table).values((
+        page_events::participant_id.eq(participant),
+        page_events::page.eq(page.as_str()),
+        page_events::event.eq(event),
+        page_events::at.eq(at),
+    ));
+    per_backend!(conn, |c| insert.execute(c))?;
     Ok(())
 }
 
@@ -395,10 +397,7 @@ fn submit_in_tx(
                 .collect();
             // Multi-row INSERT: one statement for the page (MultiBackend lacks batch inserts).
             let insert = diesel::insert_into(responses::table).values(rows);
-            match conn {
-                DbConnection::Postgresql(c) => insert.execute(c)?,
-                DbConnection::Sqlite(c) => insert.execute(c)?,
-            };
+            per_backend!(conn, |c| insert.execute(c))?;
         }
         Effect::Situation { too_fast } => {
             if too_fast {
@@ -630,11 +629,12 @@ pub fn situation_of(
     participant: &Participant,
 ) -> QueryResult<Option<(String, String)>> {
     match participant.situation_id {
-        Some(id) => situations::table
-            .find(id)
-            .select((situations::key, situations::text))
-            .get_result(conn)
-            .optional(),
+        Some(id) => {
+            let query = situations::table
+                .find(id)
+                .select((situations::key, situations::text));
+            per_backend!(conn, |c| query.get_result(c).optional())
+        }
         None => Ok(None),
     }
 }

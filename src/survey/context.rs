@@ -91,7 +91,7 @@ impl SurveyContext {
         if let Some(public_id) = public_id {
             let id = ctx.study.id;
             ctx.participant = state
-                .db(move |conn| Ok(store::participants::by_public_id(conn, id, &public_id)?))
+                .survey_db(move |conn| Ok(store::participants::by_public_id(conn, id, &public_id)?))
                 .await?;
         }
         Ok(ctx)

@@ -60,7 +60,7 @@ pub async fn get(
             let pid = pid.clone();
             let id = study.id;
             state
-                .db(move |conn| Ok(participants::by_pid(conn, id, &pid)?))
+                .survey_db(move |conn| Ok(participants::by_pid(conn, id, &pid)?))
                 .await?
         }
         None => None,
@@ -103,7 +103,7 @@ pub async fn get(
             };
             let s = study.clone();
             state
-                .db(move |conn| participants::create(conn, &s, &public_id, &arrival, orders))
+                .survey_db(move |conn| participants::create(conn, &s, &public_id, &arrival, orders))
                 .await?
         }
     };

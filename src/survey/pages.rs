@@ -445,7 +445,7 @@ pub async fn get(
     let requested = Page::parse(&page_name);
     let study_id = ctx.study.id;
     let Some((p, text)) = state
-        .db(move |conn| {
+        .survey_db(move |conn| {
             Ok(participants::open_page(
                 conn, study_id, &public_id, requested,
             )?)
@@ -654,7 +654,7 @@ pub async fn post(
     // Committed before any redirect is sent: an error here becomes an error page, never a
     // completion redirect.
     let posted = state
-        .db(move |conn| post_in_db(conn, &study, &instrument, &public_id, requested, fields))
+        .survey_db(move |conn| post_in_db(conn, &study, &instrument, &public_id, requested, fields))
         .await?;
     match posted {
         Posted::NoParticipant => Ok(see_other(&ctx.entry_url())),
@@ -715,7 +715,7 @@ pub async fn withdraw(
     if matches!(p.status.as_str(), "active" | "completed" | "failed_check") {
         let id = p.id;
         state
-            .db(move |conn| participants::withdraw(conn, id))
+            .survey_db(move |conn| participants::withdraw(conn, id))
             .await?;
     }
     Ok(see_other(&ctx.page_url(Page::Withdrawn)))

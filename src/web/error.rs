@@ -32,9 +32,8 @@ pub enum AppError {
 impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Db(DbError::Pool(_) | DbError::Connect { .. }) => {
-                AppError::Unavailable(e.to_string())
-            }
+            StoreError::Db(DbError::Pool(_) | DbError::Connect { .. })
+            | StoreError::NotCommitted(_) => AppError::Unavailable(e.to_string()),
             StoreError::Query(diesel::result::Error::NotFound) => AppError::NotFound,
             // The server went away under an open connection: unavailable, not a bug.
             StoreError::Query(diesel::result::Error::DatabaseError(

@@ -44,6 +44,9 @@ pub struct AppState {
     /// participants here within a second); edits made through this process's admin pages
     /// take effect at once ([`AppState::forget_study`]). Unknown slugs are not cached.
     studies: Arc<RwLock<HashMap<String, CachedStudy>>>,
+    /// On SQLite, the survey's own connection and thread, committing concurrent page requests
+    /// together ([`crate::store::writer`]); `None` on Postgres.
+    writer: Option<crate::store::writer::Writer>,
 }
 
 /// A study row and when it was read.
@@ -53,13 +56,18 @@ type CachedStudy = (std::time::Instant, Arc<Study>);
 pub const STUDY_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl AppState {
-    pub fn new(pool: Pool, settings: Settings) -> Self {
+    pub fn new(
+        pool: Pool,
+        settings: Settings,
+        writer: Option<crate::store::writer::Writer>,
+    ) -> Self {
         Self {
             pool,
             settings,
             instruments: Arc::default(),
             full: Arc::default(),
             studies: Arc::default(),
+            writer,
         }
     }
 
@@ -137,6 +145,20 @@ impl AppState {
             m.insert(id, inst.clone());
         }
         Ok(inst)
+    }
+
+    /// Database work of a survey page request: on SQLite through the writer (batched with the
+    /// other page requests, answered after the commit), on Postgres as [`AppState::db`].
+    /// Only for short work: a batch waits for all its jobs.
+    pub async fn survey_db<T, F>(&self, f: F) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConnection) -> Result<T, StoreError> + Send + 'static,
+    {
+        match &self.writer {
+            Some(writer) => Ok(writer.run(f).await?),
+            None => self.db(f).await,
+        }
     }
 
     /// Runs blocking database work on the blocking thread pool with a pooled connection.
@@ -280,7 +302,9 @@ impl Application {
         // Database work runs on the blocking pool; more threads than connections would only
         // queue on the pool (and cost context switches).
         let blocking = (settings.pool_size as usize).div_ceil(workers).max(2);
-        let state = web::Data::new(AppState::new(pool, settings));
+        let writer = crate::store::writer::Writer::start(&settings.database_url)
+            .map_err(std::io::Error::other)?;
+        let state = web::Data::new(AppState::new(pool, settings, writer));
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())

@@ -1,0 +1,305 @@
+//! One SQLite connection on a thread of its own for the survey's hot path, committing the
+//! work of every request waiting for it in one transaction ("group commit").
+//!
+//! Why: SQLite takes one writer at a time, and with a pool every page request paid for a
+//! commit of its own (WAL frames, the shared-memory locks, a share of checkpointing), started
+//! on a connection whose page cache another connection's commit had just invalidated, and
+//! crossed threads twice. Here the connection stays warm, requests that arrive while a batch
+//! runs are committed together by the next one, and the thread drains its queue without
+//! sleeping while there is work.
+//!
+//! What stays as before: each job runs inside its own savepoint, so a job that fails (a stale
+//! submit, a validation error) rolls back only its own work; a job's result reaches its caller
+//! only after the commit that holds its work succeeded (commit before acknowledgement, as
+//! with a transaction per request); if the batch does not commit, every caller in it gets an
+//! error and nothing of theirs is stored. Postgres has no writer: many connections write
+//! there in parallel.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+
+use diesel::Connection;
+use diesel::connection::SimpleConnection;
+
+use super::db::{ConnectionManager, DatabaseUrl};
+use super::{DbConnection, DbError, StoreError};
+
+/// Called after the batch committed: sends the job's result to its caller.
+type Ack = Box<dyn FnOnce() + Send>;
+/// One request's database work; returns its acknowledgement.
+type Job = Box<dyn FnOnce(&mut DbConnection) -> Ack + Send>;
+
+/// At most this many jobs share a commit, so one commit never holds the write lock long.
+const MAX_BATCH: usize = 64;
+
+/// Handle to the writer thread; cheap to clone. The thread ends when the last handle is dropped.
+#[derive(Clone)]
+pub struct Writer {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Writer {
+    /// Opens the connection (so a bad path fails now) and starts the thread. `None` for a
+    /// Postgres URL.
+    pub fn start(url: &str) -> Result<Option<Self>, DbError> {
+        let url = DatabaseUrl::parse(url)?;
+        if !matches!(url, DatabaseUrl::Sqlite(_)) {
+            return Ok(None);
+        }
+        let manager = ConnectionManager::new(url);
+        let conn = open_writer(&manager)?;
+        let checkpoints = manager.open()?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (alive, gone) = mpsc::channel::<()>();
+        let thread_error = |e: std::io::Error| DbError::Connect {
+            backend: "sqlite",
+            target: "writer thread".into(),
+            source: diesel::ConnectionError::BadConnection(e.to_string()),
+        };
+        std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || checkpoint(checkpoints, &gone))
+            .map_err(thread_error)?;
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || {
+                let _alive = alive; // the checkpointer stops when this thread does
+                serve(&manager, conn, &queue);
+            })
+            .map_err(thread_error)?;
+        Ok(Some(Self { jobs }))
+    }
+
+    /// Queues `f` at once, to run on the writer's connection inside a savepoint of the next
+    /// batch; the future resolves once that batch committed.
+    pub fn run<T, F>(&self, f: F) -> impl Future<Output = Result<T, StoreError>> + use<T, F>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConnection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let out = conn.transaction(f);
+            Box::new(move || {
+                let _ = reply.send(out);
+            })
+        });
+        let sent = self.jobs.send(job);
+        async move {
+            sent.map_err(|_| StoreError::NotCommitted("the database writer has stopped".into()))?;
+            answer.await.map_err(|_| {
+                StoreError::NotCommitted("the database did not commit this request's work".into())
+            })?
+        }
+    }
+}
+
+/// How often the checkpointer copies committed pages from the WAL into the database file.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The writer's connection never checkpoints itself: a checkpoint writes pages back and syncs
+/// the file (here 100–300 ms at times), and every survey request would wait behind it. The
+/// checkpointer thread does it beside the writer instead.
+fn open_writer(manager: &ConnectionManager) -> Result<DbConnection, DbError> {
+    let mut conn = manager.open()?;
+    conn.batch_execute("PRAGMA wal_autocheckpoint = 0")
+        .map_err(DbError::Setup)?;
+    Ok(conn)
+}
+
+/// PASSIVE checkpoints never block the writer (nor wait for it); run every
+/// [`CHECKPOINT_EVERY`] until the writer thread ends.
+fn checkpoint(mut conn: DbConnection, writer_gone: &mpsc::Receiver<()>) {
+    while let Err(mpsc::RecvTimeoutError::Timeout) = writer_gone.recv_timeout(CHECKPOINT_EVERY) {
+        if let Err(e) = conn.batch_execute("PRAGMA wal_checkpoint(PASSIVE)") {
+            tracing::warn!(error = %e, "WAL checkpoint");
+        }
+    }
+}
+
+fn serve(manager: &ConnectionManager, mut conn: DbConnection, queue: &mpsc::Receiver<Job>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        match run_batch(&mut conn, batch) {
+            Ok(acks) => acks.into_iter().for_each(|ack| ack()),
+            Err(Failure::Query(e)) => {
+                // The acknowledgements were dropped with the batch: every caller gets an error.
+                tracing::error!(error = %e, "a batch of survey writes did not commit");
+            }
+            Err(Failure::Panicked) => {
+                // A job panicked with its savepoint open: the transaction's state is unknown,
+                // so close the connection (SQLite rolls back what was not committed) and open
+                // a fresh one.
+                tracing::error!("a survey write panicked; its batch was rolled back");
+                conn = loop {
+                    match open_writer(manager) {
+                        Ok(c) => break c,
+                        Err(e) => {
+                            tracing::error!(error = %e, "reopening the writer's connection");
+                            std::thread::sleep(std::time::Duration::from_secs(1));
+                        }
+                    }
+                };
+            }
+        }
+    }
+}
+
+enum Failure {
+    Query(diesel::result::Error),
+    Panicked,
+}
+
+impl From<diesel::result::Error> for Failure {
+    fn from(e: diesel::result::Error) -> Self {
+        Failure::Query(e)
+    }
+}
+
+fn run_batch(conn: &mut DbConnection, batch: Vec<Job>) -> Result<Vec<Ack>, Failure> {
+    conn.write_transaction(|conn| {
+        let mut acks = Vec::with_capacity(batch.len());
+        for job in batch {
+            let ack =
+                catch_unwind(AssertUnwindSafe(|| job(conn))).map_err(|_| Failure::Panicked)?;
+            acks.push(ack);
+        }
+        Ok(acks)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel::connection::SimpleConnection;
+    use diesel::prelude::*;
+    use diesel::sql_types::BigInt;
+
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+
+    fn count(conn: &mut DbConnection) -> i64 {
+        diesel::sql_query("SELECT COUNT(*) AS n FROM t")
+            .get_result::<Count>(conn)
+            .map(|c| c.n)
+            .unwrap_or(-1)
+    }
+
+    fn setup() -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let url = format!("sqlite://{}", dir.path().join("w.db").display());
+        let mut c =
+            ConnectionManager::new(DatabaseUrl::parse(&url).unwrap_or_else(|e| panic!("{e}")))
+                .open()
+                .unwrap_or_else(|e| panic!("{e}"));
+        c.batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)")
+            .unwrap_or_else(|e| panic!("{e}"));
+        (dir, url)
+    }
+
+    fn insert(v: &'static str) -> impl FnOnce(&mut DbConnection) -> Result<usize, StoreError> {
+        move |conn| {
+            Ok(diesel::sql_query(format!("INSERT INTO t (v) VALUES ('{v}')")).execute(conn)?)
+        }
+    }
+
+    type Call = std::pin::Pin<Box<dyn Future<Output = Result<usize, StoreError>>>>;
+
+    fn block_on<T>(f: impl Future<Output = T>) -> T {
+        actix_web::rt::System::new().block_on(f)
+    }
+
+    #[test]
+    fn concurrent_jobs_commit_and_a_failing_job_rolls_back_only_its_own_work() {
+        block_on(concurrent_jobs());
+    }
+
+    async fn concurrent_jobs() {
+        let (_dir, url) = setup();
+        let writer = Writer::start(&url)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("sqlite has a writer"));
+        // Many at once, so batches form; "dup" twice: exactly one of the two fails (UNIQUE),
+        // and only its own savepoint is rolled back.
+        let mut calls: Vec<Call> = Vec::new();
+        for v in ["a", "b", "dup", "c", "dup", "d"] {
+            calls.push(Box::pin(writer.run(insert(v))));
+        }
+        // A job that writes and then fails: its insert must not survive.
+        calls.push(Box::pin(writer.run(|conn| {
+            insert("e")(conn)?;
+            Err(StoreError::Conflict("no".into()))
+        })));
+        // All seven are queued before any is awaited, so they share batches.
+        let mut results = Vec::new();
+        for call in calls {
+            results.push(call.await);
+        }
+        let failed: Vec<usize> = results
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.is_err())
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(failed, vec![4, 6], "{results:?}");
+        let n = writer
+            .run(|conn| Ok(count(conn)))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(n, 5);
+        // And it was committed: another connection sees it.
+        let mut other =
+            ConnectionManager::new(DatabaseUrl::parse(&url).unwrap_or_else(|e| panic!("{e}")))
+                .open()
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(count(&mut other), 5);
+    }
+
+    #[test]
+    fn a_panicking_job_fails_its_batch_and_the_writer_carries_on() {
+        block_on(panicking_job());
+    }
+
+    async fn panicking_job() {
+        let (_dir, url) = setup();
+        let writer = Writer::start(&url)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("sqlite has a writer"));
+        let r = writer
+            .run(|conn| -> Result<(), StoreError> {
+                insert("x")(conn)?;
+                panic!("a bug")
+            })
+            .await;
+        assert!(matches!(r, Err(StoreError::NotCommitted(_))), "{r:?}");
+        writer
+            .run(insert("y"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let n = writer
+            .run(|conn| Ok(count(conn)))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            n, 1,
+            "the panicked job's insert was rolled back, the next one stored"
+        );
+    }
+
+    #[test]
+    fn postgres_urls_have_no_writer() {
+        assert!(matches!(
+            Writer::start("postgres://nobody@127.0.0.1:1/none"),
+            Ok(None)
+        ));
+    }
+}
