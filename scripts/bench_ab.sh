@@ -3,6 +3,7 @@
 # server per run, A and B alternated so machine noise falls on both; the load generator is
 # build A for both, so only the server differs. Prints one line per run.
 # Usage: bash scripts/bench_ab.sh BINARY_A BINARY_B [pairs] [participants] [concurrency]
+# Environment: THINK_MS, RAMP_MS (passed to bench survey; default 0).
 set -uo pipefail
 A="$1"; B="$2"; pairs="${3:-4}"; n="${4:-2500}"; c="${5:-200}"
 tmp="$(mktemp -d)"
@@ -17,7 +18,7 @@ for r in $(seq 1 "$pairs"); do
     for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
     load="$(cut -d' ' -f1 /proc/loadavg)"
     out="$("$A" bench survey --url "http://127.0.0.1:$port" --study bench --concurrency "$c" \
-      --participants "$n" --server-pid "$pid" --verify "$url" --json)"
+      --participants "$n" --think-ms "${THINK_MS:-0}" --ramp-ms "${RAMP_MS:-0}" --server-pid "$pid" --verify "$url" --json)"
     kill "$pid"; wait "$pid" 2>/dev/null
     echo "$out" | python3 -c "
 import json, sys

@@ -4,8 +4,8 @@
 # Every run gets a fresh database and a fresh server (so runs compare alike); the rounds go
 # through all settings in turn, so noise from other work on the machine spreads over them.
 # Usage: bash scripts/bench_survey.sh [SQLite participants per run] [Postgres participants per run] [runs]
-# Environment: THINK_MS (default 0: no pause on a page), LEVELS (default "10 50 200"),
-# BACKENDS (default "sqlite postgres").
+# Environment: THINK_MS (default 0: no pause on a page), RAMP_MS (default 0: all virtual
+# participants start at once), LEVELS (default "10 50 200"), BACKENDS (default "sqlite postgres").
 # Prints one line per run (with the load average at its start); BENCHMARKS.md reports medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,7 @@ n_sqlite="${1:-2500}"
 n_pg="${2:-1000}"
 runs="${3:-3}"
 think="${THINK_MS:-0}"
+ramp="${RAMP_MS:-0}"
 levels="${LEVELS:-10 50 200}"
 backends="${BACKENDS:-sqlite postgres}"
 bin=target/release/emotionbench
@@ -40,7 +41,7 @@ one_run() {
   local load
   load="$(cut -d' ' -f1 /proc/loadavg)"
   out="$("$bin" bench survey --url "http://127.0.0.1:$port" --study bench --concurrency "$c" \
-    --participants "$n" --think-ms "$think" --server-pid "$pid" --verify "$url" --json)"
+    --participants "$n" --think-ms "$think" --ramp-ms "$ramp" --server-pid "$pid" --verify "$url" --json)"
   kill "$pid"; wait "$pid" 2>/dev/null || true
   [ -z "$db" ] || psql "$pg_admin" -q -c "DROP DATABASE $db WITH (FORCE)"
   python3 - "$backend" "$c" "$r" "$load" <<PY
@@ -48,7 +49,7 @@ import json, sys
 d = json.loads('''$out''')
 rep, ver = d["report"], d["verify"]
 o = rep["overall"]
-print(f"{sys.argv[1]:<8} c={sys.argv[2]:<4} think=$think run={sys.argv[3]} load={sys.argv[4]} completed/s={rep['completed_per_second']:.1f} "
+print(f"{sys.argv[1]:<8} c={sys.argv[2]:<4} think=$think ramp=$ramp run={sys.argv[3]} load={sys.argv[4]} completed/s={rep['completed_per_second']:.1f} "
       f"p50={o['p50_ms']:.1f}ms p95={o['p95_ms']:.1f}ms p99={o['p99_ms']:.1f}ms errors={rep['errors']} "
       f"server_cpu_ms/participant={rep['server_cpu_ms_per_participant']:.2f} loadgen_cpu={100*rep['own_cpu_share']:.0f}% "
       f"verified={ver['complete']}/{ver['checked']} incomplete={len(ver['incomplete'])} duplicates={ver['duplicates']}")

@@ -112,23 +112,24 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
     let Some(set) = study.situation_set_id else {
         return Ok(Vec::new());
     };
-    let ids: Vec<i64> = situations::table
+    // Run at every consent: on the backend's own connection (see `per_backend!`).
+    let ids = situations::table
         .filter(situations::set_id.eq(set))
-        .select(situations::id)
-        .load(conn)?;
-    let completed: Vec<(Option<i64>, i64)> = participants::table
+        .select(situations::id);
+    let ids: Vec<i64> = per_backend!(conn, |c| ids.load(c))?;
+    let completed = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::status.eq(Outcome::Completed.status()))
         .group_by(participants::situation_id)
-        .select((participants::situation_id, diesel::dsl::count_star()))
-        .load(conn)?;
-    let active: Vec<(Option<i64>, i64)> = participants::table
+        .select((participants::situation_id, diesel::dsl::count_star()));
+    let completed: Vec<(Option<i64>, i64)> = per_backend!(conn, |c| completed.load(c))?;
+    let active = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::status.eq("active"))
         .filter(participants::reserved_until.gt(at))
         .group_by(participants::situation_id)
-        .select((participants::situation_id, diesel::dsl::count_star()))
-        .load(conn)?;
+        .select((participants::situation_id, diesel::dsl::count_star()));
+    let active: Vec<(Option<i64>, i64)> = per_backend!(conn, |c| active.load(c))?;
     let get = |v: &[(Option<i64>, i64)], id: i64| {
         v.iter()
             .find(|(s, _)| *s == Some(id))
@@ -163,7 +164,7 @@ pub fn create(
     let t = now();
     let json =
         |o: &Vec<u32>| serde_json::to_string(o).map_err(|e| StoreError::Corrupt(e.to_string()));
-    let inserted = diesel::insert_into(participants::table)
+    let insert = diesel::insert_into(participants::table)
         .values((
             participants::study_id.eq(study.id),
             participants::public_id.eq(public_id),
@@ -178,8 +179,8 @@ pub fn create(
             participants::created_at.eq(t),
             participants::updated_at.eq(t),
         ))
-        .returning(participants::id)
-        .get_result::<i64>(conn);
+        .returning(participants::id);
+    let inserted: QueryResult<i64> = per_backend!(conn, |c| insert.get_result(c));
     match inserted {
         Ok(id) => Ok(get(conn, id)?),
         Err(diesel::result::Error::DatabaseError(
@@ -427,10 +428,10 @@ fn submit_in_tx(
             }
         }
         Effect::Complete => {
-            let values: Vec<(String, i32)> = responses::table
+            let values = responses::table
                 .filter(responses::participant_id.eq(participant))
-                .select((responses::phase, responses::value))
-                .load(conn)?;
+                .select((responses::phase, responses::value));
+            let values: Vec<(String, i32)> = per_backend!(conn, |c| values.load(c))?;
             let straight = ["default", "evoked"].iter().any(|ph| {
                 let v: Vec<i32> = values
                     .iter()
