@@ -194,16 +194,24 @@ mod tests {
             .unwrap_or(-1)
     }
 
-    fn setup() -> (tempfile::TempDir, String) {
+    fn open(url: &str) -> DbConnection {
+        let url = DatabaseUrl::parse(url).unwrap_or_else(|e| panic!("{e}"));
+        ConnectionManager::new(url)
+            .open()
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A fresh database with one table, and its writer.
+    fn setup() -> (tempfile::TempDir, String, Writer) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let url = format!("sqlite://{}", dir.path().join("w.db").display());
-        let mut c =
-            ConnectionManager::new(DatabaseUrl::parse(&url).unwrap_or_else(|e| panic!("{e}")))
-                .open()
-                .unwrap_or_else(|e| panic!("{e}"));
-        c.batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)")
+        open(&url)
+            .batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)")
             .unwrap_or_else(|e| panic!("{e}"));
-        (dir, url)
+        let writer = Writer::start(&url)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("sqlite has a writer"));
+        (dir, url, writer)
     }
 
     fn insert(v: &'static str) -> impl FnOnce(&mut DbConnection) -> Result<usize, StoreError> {
@@ -224,10 +232,7 @@ mod tests {
     }
 
     async fn concurrent_jobs() {
-        let (_dir, url) = setup();
-        let writer = Writer::start(&url)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .unwrap_or_else(|| panic!("sqlite has a writer"));
+        let (_dir, url, writer) = setup();
         // Many at once, so batches form; "dup" twice: exactly one of the two fails (UNIQUE),
         // and only its own savepoint is rolled back.
         let mut calls: Vec<Call> = Vec::new();
@@ -257,11 +262,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(n, 5);
         // And it was committed: another connection sees it.
-        let mut other =
-            ConnectionManager::new(DatabaseUrl::parse(&url).unwrap_or_else(|e| panic!("{e}")))
-                .open()
-                .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(count(&mut other), 5);
+        assert_eq!(count(&mut open(&url)), 5);
     }
 
     #[test]
@@ -270,10 +271,7 @@ mod tests {
     }
 
     async fn panicking_job() {
-        let (_dir, url) = setup();
-        let writer = Writer::start(&url)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .unwrap_or_else(|| panic!("sqlite has a writer"));
+        let (_dir, _url, writer) = setup();
         let r = writer
             .run(|conn| -> Result<(), StoreError> {
                 insert("x")(conn)?;
