@@ -296,9 +296,7 @@ fn one_trial(db: &TestDb, server: &FakeServer, extra: &str) -> (RunId, Output) {
     (id, out)
 }
 
-#[test]
-fn a_429_with_retry_after_is_waited_out_then_the_trial_succeeds() {
-    let db = TestDb::sqlite();
+fn a_429_with_retry_after_is_waited_out_then_the_trial_succeeds(db: TestDb) {
     let server = FakeServer::start(|req| {
         if req.number == 1 {
             FakeAction::status(429, &[("retry-after", "2")])
@@ -323,9 +321,7 @@ fn a_429_with_retry_after_is_waited_out_then_the_trial_succeeds() {
     assert_eq!(a[1].error_class, None);
 }
 
-#[test]
-fn server_errors_resets_and_timeouts_are_retried_with_backoff() {
-    let db = TestDb::sqlite();
+fn server_errors_resets_and_timeouts_are_retried_with_backoff(db: TestDb) {
     let server = FakeServer::start(|req| match req.number {
         1 => FakeAction::status(500, &[]),
         2 => FakeAction::Reset,
@@ -347,9 +343,7 @@ fn server_errors_resets_and_timeouts_are_retried_with_backoff() {
     assert_eq!(scores(t), vec![4; 20]);
 }
 
-#[test]
-fn attempts_are_bounded_and_the_trial_fails_with_the_last_error_class() {
-    let db = TestDb::sqlite();
+fn attempts_are_bounded_and_the_trial_fails_with_the_last_error_class(db: TestDb) {
     let server = FakeServer::start(|_| FakeAction::status(503, &[])).unwrap();
     let (run, out) = one_trial(&db, &server, "max_attempts = 3");
     ok(out);
@@ -360,9 +354,7 @@ fn attempts_are_bounded_and_the_trial_fails_with_the_last_error_class() {
     assert!(t.error.as_deref().unwrap().contains("3 attempts"), "{t:?}");
 }
 
-#[test]
-fn a_401_is_not_retried_and_fails_the_run_with_a_clear_message_without_the_key() {
-    let db = TestDb::sqlite();
+fn a_401_is_not_retried_and_fails_the_run_with_a_clear_message_without_the_key(db: TestDb) {
     let server = FakeServer::start(|_| FakeAction::status(401, &[])).unwrap();
     let (run, out) = one_trial(&db, &server, "api_key_env = \"EB_FAKE_KEY\"");
     assert!(!out.status.success());
@@ -385,9 +377,7 @@ fn a_401_is_not_retried_and_fails_the_run_with_a_clear_message_without_the_key()
     assert_eq!(a[0].error_class.as_deref(), Some("auth"));
 }
 
-#[test]
-fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times() {
-    let db = TestDb::sqlite();
+fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times(db: TestDb) {
     let calls = Arc::new(AtomicU32::new(0));
     let c = calls.clone();
     let server = FakeServer::start(move |req| {
@@ -414,7 +404,7 @@ fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times() {
     }
 
     // One bad reply, then a good one: done, both recorded.
-    let db = TestDb::sqlite();
+    let db = TestDb::of(db.backend).unwrap();
     let server = FakeServer::start(|req| {
         if req.number == 1 {
             FakeAction::text(req, "1. 3\n2. 9", Duration::ZERO)
@@ -429,6 +419,14 @@ fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times() {
     assert_eq!((t.status.as_str(), t.attempts), ("done", 2));
     assert_eq!(attempts(&db, run)[0].error_class.as_deref(), Some("parse"));
 }
+
+on_both_backends!(
+    a_429_with_retry_after_is_waited_out_then_the_trial_succeeds,
+    server_errors_resets_and_timeouts_are_retried_with_backoff,
+    attempts_are_bounded_and_the_trial_fails_with_the_last_error_class,
+    a_401_is_not_retried_and_fails_the_run_with_a_clear_message_without_the_key,
+    garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times,
+);
 
 #[test]
 fn anthropic_and_gemini_wire_formats_carry_system_keys_and_tokens() {
