@@ -126,28 +126,37 @@ fn serve(manager: &ConnectionManager, mut conn: DbConnection, queue: &mpsc::Rece
                 Err(_) => break,
             }
         }
-        match run_batch(&mut conn, batch) {
-            Ok(acks) => acks.into_iter().for_each(|ack| ack()),
-            Err(Failure::Query(e)) => {
-                // The acknowledgements were dropped with the batch: every caller gets an error.
-                tracing::error!(error = %e, "a batch of survey writes did not commit");
+        let failure = match run_batch(&mut conn, batch) {
+            Ok(acks) => {
+                acks.into_iter().for_each(|ack| ack());
+                continue;
             }
-            Err(Failure::Panicked) => {
-                // A job panicked with its savepoint open: the transaction's state is unknown,
-                // so close the connection (SQLite rolls back what was not committed) and open
-                // a fresh one.
-                tracing::error!("a survey write panicked; its batch was rolled back");
-                conn = loop {
-                    match open_writer(manager) {
-                        Ok(c) => break c,
-                        Err(e) => {
-                            tracing::error!(error = %e, "reopening the writer's connection");
-                            std::thread::sleep(std::time::Duration::from_secs(1));
-                        }
-                    }
-                };
+            Err(failure) => failure,
+        };
+        // The acknowledgements were dropped with the batch: every caller gets an error and
+        // nothing of theirs is stored. Then start over on a fresh connection rather than trust
+        // this one's transaction state: a panic leaves a savepoint open in diesel's books, and
+        // after a rollback that itself failed diesel refuses every later transaction.
+        match failure {
+            Failure::Query(e) => {
+                tracing::error!(error = %e, "a batch of survey writes did not commit")
+            }
+            Failure::Panicked => {
+                tracing::error!("a survey write panicked; its batch was rolled back")
             }
         }
+        // End whatever is still open first, so the old connection holds no lock while the
+        // new one opens; dropping it afterwards would otherwise be the only release.
+        let _ = conn.batch_execute("ROLLBACK");
+        conn = loop {
+            match open_writer(manager) {
+                Ok(c) => break c,
+                Err(e) => {
+                    tracing::error!(error = %e, "reopening the writer's connection");
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+        };
     }
 }
 
@@ -188,7 +197,11 @@ mod tests {
     }
 
     fn count(conn: &mut DbConnection) -> i64 {
-        diesel::sql_query("SELECT COUNT(*) AS n FROM t")
+        count_of(conn, "t")
+    }
+
+    fn count_of(conn: &mut DbConnection, table: &str) -> i64 {
+        diesel::sql_query(format!("SELECT COUNT(*) AS n FROM {table}"))
             .get_result::<Count>(conn)
             .map(|c| c.n)
             .unwrap_or(-1)
@@ -299,5 +312,34 @@ mod tests {
             Writer::start("postgres://nobody@127.0.0.1:1/none"),
             Ok(None)
         ));
+    }
+
+    #[test]
+    fn a_batch_that_fails_to_commit_fails_its_callers_stores_nothing_and_the_writer_carries_on() {
+        block_on(failed_commit());
+    }
+
+    async fn failed_commit() {
+        let (_dir, url, writer) = setup();
+        // A deferred foreign key is checked at COMMIT: the job itself succeeds, the commit fails.
+        open(&url)
+            .batch_execute(
+                "CREATE TABLE parent (id INTEGER PRIMARY KEY);
+                 CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL
+                     REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let r = writer
+            .run(|conn| {
+                Ok(diesel::sql_query("INSERT INTO child (parent_id) VALUES (42)").execute(conn)?)
+            })
+            .await;
+        assert!(matches!(r, Err(StoreError::NotCommitted(_))), "{r:?}");
+        assert_eq!(count_of(&mut open(&url), "child"), 0);
+        writer
+            .run(insert("after"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(count(&mut open(&url)), 1, "the next batch commits");
     }
 }
