@@ -98,7 +98,7 @@ impl Writer {
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The writer's connection never checkpoints itself: a checkpoint writes pages back and syncs
-/// the file (here 100–300 ms at times), and every survey request would wait behind it. The
+/// the file, and every survey request would wait behind it. The
 /// checkpointer thread does it beside the writer instead.
 fn open_writer(manager: &ConnectionManager) -> Result<DbConnection, DbError> {
     let mut conn = manager.open()?;

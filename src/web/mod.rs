@@ -31,29 +31,76 @@ pub struct AppState {
     pub settings: Settings,
     /// Instruments by id. The items of an instrument that a study uses never change (the store
     /// refuses), so pages can keep them in memory.
-    instruments: Arc<RwLock<HashMap<i64, Arc<Instrument>>>>,
+    instruments: Arc<Cache<i64, Arc<Instrument>>>,
     /// Whether a study was full, per study, with when it was checked. The entry page only
     /// uses it to turn newcomers away politely; the assignment at consent decides for real
     /// inside its transaction, so a value a second old is good enough and spares a count of
     /// every participant per arrival.
-    full: Arc<RwLock<HashMap<i64, (std::time::Instant, bool)>>>,
+    full: Arc<Cache<i64, bool>>,
     /// Study rows by slug, with when they were read. Every survey request needs its study;
     /// reading it at most once per [`STUDY_FRESH`] per process spares a query per request.
     /// Several `serve` processes may share one database, so an admin's edit made in another
     /// process reaches this one within that time (a study closed there stops taking new
     /// participants here within a second); edits made through this process's admin pages
     /// take effect at once ([`AppState::forget_study`]). Unknown slugs are not cached.
-    studies: Arc<RwLock<HashMap<String, CachedStudy>>>,
+    studies: Arc<Cache<String, Arc<Study>>>,
     /// On SQLite, the survey's own connection and thread, committing concurrent page requests
     /// together ([`crate::store::writer`]); `None` on Postgres.
     writer: Option<crate::store::writer::Writer>,
 }
 
-/// A study row and when it was read.
-type CachedStudy = (std::time::Instant, Arc<Study>);
-
 /// How long a cached study row is used before it is read again.
 pub const STUDY_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a study's "full" verdict is used before it is counted again.
+const FULL_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Values by key, each with when it was stored; per process. A poisoned lock only costs a
+/// cache miss.
+struct Cache<K, V>(RwLock<HashMap<K, (std::time::Instant, V)>>);
+
+impl<K: Eq + std::hash::Hash, V: Clone> Default for Cache<K, V> {
+    fn default() -> Self {
+        Self(RwLock::new(HashMap::new()))
+    }
+}
+
+impl<K: Eq + std::hash::Hash, V: Clone> Cache<K, V> {
+    /// The value stored under `key`, if it is younger than `max_age` (`None`: any age).
+    fn get<Q>(&self, key: &Q, max_age: Option<std::time::Duration>) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Eq + std::hash::Hash + ?Sized,
+    {
+        let m = self.0.read().ok()?;
+        let (at, v) = m.get(key)?;
+        max_age
+            .is_none_or(|age| at.elapsed() < age)
+            .then(|| v.clone())
+    }
+
+    fn put(&self, key: K, value: V) {
+        if let Ok(mut m) = self.0.write() {
+            m.insert(key, (std::time::Instant::now(), value));
+        }
+    }
+
+    fn remove<Q>(&self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Eq + std::hash::Hash + ?Sized,
+    {
+        if let Ok(mut m) = self.0.write() {
+            m.remove(key);
+        }
+    }
+
+    fn clear(&self) {
+        if let Ok(mut m) = self.0.write() {
+            m.clear();
+        }
+    }
+}
 
 impl AppState {
     pub fn new(
@@ -73,10 +120,8 @@ impl AppState {
 
     /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].
     pub async fn study(&self, slug: &str) -> Result<Option<Arc<Study>>, AppError> {
-        if let Some((at, study)) = self.studies.read().ok().and_then(|m| m.get(slug).cloned()) {
-            if at.elapsed() < STUDY_FRESH {
-                return Ok(Some(study));
-            }
+        if let Some(study) = self.studies.get(slug, Some(STUDY_FRESH)) {
+            return Ok(Some(study));
         }
         let key = slug.to_owned();
         let Some(study) = self
@@ -87,63 +132,40 @@ impl AppState {
             self.forget_study(slug);
             return Ok(None);
         };
-        if let Ok(mut m) = self.studies.write() {
-            m.insert(slug.to_owned(), (std::time::Instant::now(), study.clone()));
-        }
+        self.studies.put(slug.to_owned(), study.clone());
         Ok(Some(study))
     }
 
     /// Drops a study from the cache (after this process changed or deleted it).
     pub fn forget_study(&self, slug: &str) {
-        if let Ok(mut m) = self.studies.write() {
-            m.remove(slug);
-        }
+        self.studies.remove(slug);
         // Whether it is full is re-counted too: its targets may have changed.
-        if let Ok(mut m) = self.full.write() {
-            m.clear();
-        }
+        self.full.clear();
     }
 
     /// Whether a study is full, re-counted at most once per second per process.
     pub async fn study_is_full(&self, study: &Study) -> Result<bool, AppError> {
-        const FRESH: std::time::Duration = std::time::Duration::from_secs(1);
-        if let Some((at, full)) = self
-            .full
-            .read()
-            .ok()
-            .and_then(|m| m.get(&study.id).copied())
-        {
-            if at.elapsed() < FRESH {
-                return Ok(full);
-            }
+        if let Some(full) = self.full.get(&study.id, Some(FULL_FRESH)) {
+            return Ok(full);
         }
         let s = study.clone();
         let full = self
             .db(move |conn| Ok(crate::store::participants::study_is_full(conn, &s)?))
             .await?;
-        if let Ok(mut m) = self.full.write() {
-            m.insert(study.id, (std::time::Instant::now(), full));
-        }
+        self.full.put(study.id, full);
         Ok(full)
     }
 
     /// An instrument, from memory after the first load.
     pub async fn instrument(&self, id: i64) -> Result<Arc<Instrument>, AppError> {
-        if let Some(i) = self
-            .instruments
-            .read()
-            .ok()
-            .and_then(|m| m.get(&id).cloned())
-        {
+        if let Some(i) = self.instruments.get(&id, None) {
             return Ok(i);
         }
         let inst = Arc::new(
             self.db(move |conn| crate::store::instruments::get(conn, InstrumentId(id)))
                 .await?,
         );
-        if let Ok(mut m) = self.instruments.write() {
-            m.insert(id, inst.clone());
-        }
+        self.instruments.put(id, inst.clone());
         Ok(inst)
     }
 
