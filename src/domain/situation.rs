@@ -513,16 +513,8 @@ fn index_cell(
 
 fn parse_tidy(names: &[String], records: Records<'_>) -> Result<SituationFile, ImportError> {
     let cols = find_tidy_columns(names)?;
-    let at = |line: u64, column: &str| format!("line {line}, column {column:?}");
-
+    let mut placer = TidyPlacer::default();
     let mut situations = Vec::new();
-    let mut key_lines: HashMap<String, u64> = HashMap::new();
-    let mut positions: HashMap<(&'static str, u32, u32), (String, u64)> = HashMap::new();
-    let mut factor_names: HashMap<(&'static str, u32), (String, u64)> = HashMap::new();
-    let mut factor_by_name: HashMap<(&'static str, String), u32> = HashMap::new();
-    let mut next_factor: HashMap<&'static str, u32> = HashMap::new();
-    let mut running: HashMap<(&'static str, u32), u32> = HashMap::new();
-
     for record in records {
         let record = record.map_err(csv_error)?;
         let line = record_line(&record);
@@ -530,150 +522,8 @@ fn parse_tidy(names: &[String], records: Records<'_>) -> Result<SituationFile, I
         if record.iter().all(|cell| cell.trim().is_empty()) {
             continue;
         }
-        if record.len() != names.len() {
-            return Err(ImportError::new(
-                format!("line {line}"),
-                format!(
-                    "row has {} cells but the header has {} columns (check the quoting of commas)",
-                    record.len(),
-                    names.len()
-                ),
-            ));
-        }
-        let cell = |(i, _): (usize, &str)| record.get(i).unwrap_or("").trim();
-
-        let key = cell(cols.key);
-        if !valid_key(key) {
-            return Err(ImportError::new(
-                at(line, cols.key.1),
-                format!("invalid key {key:?}: use 1 to 100 characters among A-Z a-z 0-9 . _ -"),
-            ));
-        }
-        let emotion_cell = cell(cols.emotion);
-        let emotion = canonical_emotion(emotion_cell).ok_or_else(|| {
-            ImportError::new(
-                at(line, cols.emotion.1),
-                format!(
-                    "unknown emotion {emotion_cell:?}; expected one of {}",
-                    known_emotions()
-                ),
-            )
-        })?;
-        let factor_name = cell(cols.factor);
-        if factor_name.is_empty() {
-            return Err(ImportError::new(
-                at(line, cols.factor.1),
-                "empty factor name",
-            ));
-        }
-        let text = cell(cols.text);
-        if text.is_empty() {
-            return Err(ImportError::new(
-                at(line, cols.text.1),
-                "empty situation text",
-            ));
-        }
-
-        // An EmotionBench-style key carries the position; it must not contradict the columns.
-        let from_key = parse_key(key);
-        if let Some((key_emotion, _, _)) = from_key
-            && key_emotion != emotion
-        {
-            return Err(ImportError::new(
-                at(line, cols.emotion.1),
-                format!("key {key:?} belongs to {key_emotion}, but the row says {emotion}"),
-            ));
-        }
-        let explicit_factor = index_cell(&record, cols.factor_index, line)?;
-        let explicit_scenario = index_cell(&record, cols.scenario_index, line)?;
-        if let (Some((_, f, s)), Some((_, f_name))) = (from_key, cols.factor_index)
-            && explicit_factor.is_some_and(|explicit| explicit != f)
-        {
-            return Err(ImportError::new(
-                at(line, f_name),
-                format!("key {key:?} says factor {f}, scenario {s}; the column disagrees"),
-            ));
-        }
-        if let (Some((_, f, s)), Some((_, s_name))) = (from_key, cols.scenario_index)
-            && explicit_scenario.is_some_and(|explicit| explicit != s)
-        {
-            return Err(ImportError::new(
-                at(line, s_name),
-                format!("key {key:?} says factor {f}, scenario {s}; the column disagrees"),
-            ));
-        }
-
-        let factor_index = match (explicit_factor, from_key) {
-            (Some(f), _) | (None, Some((_, f, _))) => f,
-            (None, None) => match factor_by_name.get(&(emotion, factor_name.to_string())) {
-                Some(&f) => f,
-                None => next_factor.get(emotion).copied().unwrap_or(0),
-            },
-        };
-        factor_by_name
-            .entry((emotion, factor_name.to_string()))
-            .or_insert(factor_index);
-        let next = factor_index
-            .checked_add(1)
-            .ok_or_else(|| ImportError::new(format!("line {line}"), "factor index is too large"))?;
-        let slot = next_factor.entry(emotion).or_insert(0);
-        *slot = (*slot).max(next);
-
-        match factor_names.get(&(emotion, factor_index)) {
-            Some((known, first_line)) if known != factor_name => {
-                return Err(ImportError::new(
-                    at(line, cols.factor.1),
-                    format!(
-                        "factor {factor_index} of {emotion} is named {known:?} at line {first_line} \
-                         but {factor_name:?} here"
-                    ),
-                ));
-            }
-            Some(_) => {}
-            None => {
-                factor_names.insert((emotion, factor_index), (factor_name.to_string(), line));
-            }
-        }
-
-        let seen_in_factor = running.entry((emotion, factor_index)).or_insert(0);
-        let scenario_index = match (explicit_scenario, from_key) {
-            (Some(s), _) | (None, Some((_, _, s))) => s,
-            (None, None) => *seen_in_factor,
-        };
-        *seen_in_factor = seen_in_factor.saturating_add(1);
-
-        if let Some(first_line) = key_lines.get(key) {
-            return Err(ImportError::new(
-                at(line, cols.key.1),
-                format!("duplicate key {key:?} (first at line {first_line})"),
-            ));
-        }
-        key_lines.insert(key.to_string(), line);
-        // Two rows in the same place would be merged by any per-factor analysis.
-        if let Some((other_key, other_line)) =
-            positions.get(&(emotion, factor_index, scenario_index))
-        {
-            return Err(ImportError::new(
-                format!("line {line}"),
-                format!(
-                    "emotion {emotion}, factor {factor_index}, scenario {scenario_index} \
-                     is already used by key {other_key:?} at line {other_line}"
-                ),
-            ));
-        }
-        positions.insert(
-            (emotion, factor_index, scenario_index),
-            (key.to_string(), line),
-        );
-
-        situations.push(Situation {
-            key: key.to_string(),
-            emotion: emotion.to_string(),
-            factor_index,
-            factor_name: factor_name.to_string(),
-            scenario_index,
-            text: text.to_string(),
-        });
+        let row = read_tidy_row(&record, &cols, names.len(), line)?;
+        situations.push(placer.place(&row, &cols, line)?);
     }
     if situations.is_empty() {
         return Err(ImportError::new(
@@ -685,6 +535,249 @@ fn parse_tidy(names: &[String], records: Records<'_>) -> Result<SituationFile, I
         format: SituationFormat::TidyCsv,
         situations,
     })
+}
+
+fn tidy_at(line: u64, column: &str) -> String {
+    format!("line {line}, column {column:?}")
+}
+
+/// The cells of one tidy row, each checked on its own and against the key; where the row goes
+/// in its set is decided by [`TidyPlacer`].
+struct TidyRow<'r> {
+    key: &'r str,
+    emotion: &'static str,
+    factor_name: &'r str,
+    text: &'r str,
+    /// The emotion, factor and scenario an EmotionBench-style key carries.
+    from_key: Option<(&'static str, u32, u32)>,
+    explicit_factor: Option<u32>,
+    explicit_scenario: Option<u32>,
+}
+
+fn read_tidy_row<'r>(
+    record: &'r csv::StringRecord,
+    cols: &TidyColumns<'_>,
+    width: usize,
+    line: u64,
+) -> Result<TidyRow<'r>, ImportError> {
+    if record.len() != width {
+        return Err(ImportError::new(
+            format!("line {line}"),
+            format!(
+                "row has {} cells but the header has {width} columns (check the quoting of commas)",
+                record.len(),
+            ),
+        ));
+    }
+    let cell = |(i, _): (usize, &str)| record.get(i).unwrap_or("").trim();
+
+    let key = cell(cols.key);
+    if !valid_key(key) {
+        return Err(ImportError::new(
+            tidy_at(line, cols.key.1),
+            format!("invalid key {key:?}: use 1 to 100 characters among A-Z a-z 0-9 . _ -"),
+        ));
+    }
+    let emotion_cell = cell(cols.emotion);
+    let emotion = canonical_emotion(emotion_cell).ok_or_else(|| {
+        ImportError::new(
+            tidy_at(line, cols.emotion.1),
+            format!(
+                "unknown emotion {emotion_cell:?}; expected one of {}",
+                known_emotions()
+            ),
+        )
+    })?;
+    let factor_name = cell(cols.factor);
+    if factor_name.is_empty() {
+        return Err(ImportError::new(
+            tidy_at(line, cols.factor.1),
+            "empty factor name",
+        ));
+    }
+    let text = cell(cols.text);
+    if text.is_empty() {
+        return Err(ImportError::new(
+            tidy_at(line, cols.text.1),
+            "empty situation text",
+        ));
+    }
+    let from_key = parse_key(key);
+    if let Some((key_emotion, _, _)) = from_key
+        && key_emotion != emotion
+    {
+        return Err(ImportError::new(
+            tidy_at(line, cols.emotion.1),
+            format!("key {key:?} belongs to {key_emotion}, but the row says {emotion}"),
+        ));
+    }
+    let row = TidyRow {
+        key,
+        emotion,
+        factor_name,
+        text,
+        from_key,
+        explicit_factor: index_cell(record, cols.factor_index, line)?,
+        explicit_scenario: index_cell(record, cols.scenario_index, line)?,
+    };
+    check_against_key(&row, cols, line)?;
+    Ok(row)
+}
+
+/// An EmotionBench-style key carries the position; it must not contradict the index columns.
+fn check_against_key(
+    row: &TidyRow<'_>,
+    cols: &TidyColumns<'_>,
+    line: u64,
+) -> Result<(), ImportError> {
+    let key = row.key;
+    if let (Some((_, f, s)), Some((_, f_name))) = (row.from_key, cols.factor_index)
+        && row.explicit_factor.is_some_and(|explicit| explicit != f)
+    {
+        return Err(ImportError::new(
+            tidy_at(line, f_name),
+            format!("key {key:?} says factor {f}, scenario {s}; the column disagrees"),
+        ));
+    }
+    if let (Some((_, f, s)), Some((_, s_name))) = (row.from_key, cols.scenario_index)
+        && row.explicit_scenario.is_some_and(|explicit| explicit != s)
+    {
+        return Err(ImportError::new(
+            tidy_at(line, s_name),
+            format!("key {key:?} says factor {f}, scenario {s}; the column disagrees"),
+        ));
+    }
+    Ok(())
+}
+
+/// What the rows read so far have claimed: keys, places, factor names and the next free
+/// factor and scenario indices, so a row without explicit indices gets the next ones.
+#[derive(Default)]
+struct TidyPlacer {
+    key_lines: HashMap<String, u64>,
+    positions: HashMap<(&'static str, u32, u32), (String, u64)>,
+    factor_names: HashMap<(&'static str, u32), (String, u64)>,
+    factor_by_name: HashMap<(&'static str, String), u32>,
+    next_factor: HashMap<&'static str, u32>,
+    running: HashMap<(&'static str, u32), u32>,
+}
+
+impl TidyPlacer {
+    fn place(
+        &mut self,
+        row: &TidyRow<'_>,
+        cols: &TidyColumns<'_>,
+        line: u64,
+    ) -> Result<Situation, ImportError> {
+        let factor_index = self.factor_index(row, line)?;
+        self.name_factor(row, factor_index, cols, line)?;
+        let scenario_index = self.scenario_index(row, factor_index);
+        self.claim(row, factor_index, scenario_index, cols, line)?;
+        Ok(Situation {
+            key: row.key.to_string(),
+            emotion: row.emotion.to_string(),
+            factor_index,
+            factor_name: row.factor_name.to_string(),
+            scenario_index,
+            text: row.text.to_string(),
+        })
+    }
+
+    /// Explicit, from the key, the factor's index by name, or the emotion's next free one.
+    fn factor_index(&mut self, row: &TidyRow<'_>, line: u64) -> Result<u32, ImportError> {
+        let emotion = row.emotion;
+        let factor_index = match (row.explicit_factor, row.from_key) {
+            (Some(f), _) | (None, Some((_, f, _))) => f,
+            (None, None) => match self
+                .factor_by_name
+                .get(&(emotion, row.factor_name.to_string()))
+            {
+                Some(&f) => f,
+                None => self.next_factor.get(emotion).copied().unwrap_or(0),
+            },
+        };
+        self.factor_by_name
+            .entry((emotion, row.factor_name.to_string()))
+            .or_insert(factor_index);
+        let next = factor_index
+            .checked_add(1)
+            .ok_or_else(|| ImportError::new(format!("line {line}"), "factor index is too large"))?;
+        let slot = self.next_factor.entry(emotion).or_insert(0);
+        *slot = (*slot).max(next);
+        Ok(factor_index)
+    }
+
+    /// One factor has one name throughout the file.
+    fn name_factor(
+        &mut self,
+        row: &TidyRow<'_>,
+        factor_index: u32,
+        cols: &TidyColumns<'_>,
+        line: u64,
+    ) -> Result<(), ImportError> {
+        let (emotion, factor_name) = (row.emotion, row.factor_name);
+        match self.factor_names.get(&(emotion, factor_index)) {
+            Some((known, first_line)) if known != factor_name => Err(ImportError::new(
+                tidy_at(line, cols.factor.1),
+                format!(
+                    "factor {factor_index} of {emotion} is named {known:?} at line {first_line} \
+                     but {factor_name:?} here"
+                ),
+            )),
+            Some(_) => Ok(()),
+            None => {
+                self.factor_names
+                    .insert((emotion, factor_index), (factor_name.to_string(), line));
+                Ok(())
+            }
+        }
+    }
+
+    fn scenario_index(&mut self, row: &TidyRow<'_>, factor_index: u32) -> u32 {
+        let seen_in_factor = self.running.entry((row.emotion, factor_index)).or_insert(0);
+        let scenario_index = match (row.explicit_scenario, row.from_key) {
+            (Some(s), _) | (None, Some((_, _, s))) => s,
+            (None, None) => *seen_in_factor,
+        };
+        *seen_in_factor = seen_in_factor.saturating_add(1);
+        scenario_index
+    }
+
+    /// A key, and a place, are used once.
+    fn claim(
+        &mut self,
+        row: &TidyRow<'_>,
+        factor_index: u32,
+        scenario_index: u32,
+        cols: &TidyColumns<'_>,
+        line: u64,
+    ) -> Result<(), ImportError> {
+        let (key, emotion) = (row.key, row.emotion);
+        if let Some(first_line) = self.key_lines.get(key) {
+            return Err(ImportError::new(
+                tidy_at(line, cols.key.1),
+                format!("duplicate key {key:?} (first at line {first_line})"),
+            ));
+        }
+        self.key_lines.insert(key.to_string(), line);
+        // Two rows in the same place would be merged by any per-factor analysis.
+        if let Some((other_key, other_line)) =
+            self.positions.get(&(emotion, factor_index, scenario_index))
+        {
+            return Err(ImportError::new(
+                format!("line {line}"),
+                format!(
+                    "emotion {emotion}, factor {factor_index}, scenario {scenario_index} \
+                     is already used by key {other_key:?} at line {other_line}"
+                ),
+            ));
+        }
+        self.positions.insert(
+            (emotion, factor_index, scenario_index),
+            (key.to_string(), line),
+        );
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::store::runs::{self, AttemptOutcome, Trial, TrialOutcome};
 use crate::store::{InstrumentId, Pool, RunId, SituationSetId, StoreError, TrialId};
 use crate::store::{instruments, situations};
 
-use super::client::{CallError, ErrorClass, Provider, estimate_tokens};
+use super::client::{CallError, CallOk, ErrorClass, Provider, estimate_tokens};
 use super::wire;
 
 /// How a worker behaves.
@@ -323,34 +323,11 @@ impl Worker {
     /// One trial to its end: done, failed, released (stopping; a rejected key) or lost lease.
     fn execute(&self, ctx: &RunContext, trial: &Trial) -> Result<(), RunnerError> {
         let id = TrialId(trial.id);
-        let owner = self.opts.owner.as_str();
-        let run_id = RunId(ctx.run.id);
-        let config = &ctx.provider.config;
-        let Ok(order) = serde_json::from_str::<Vec<u32>>(&trial.item_order) else {
-            return self.fail_trial(
-                ctx,
-                id,
-                "prompt",
-                "the stored item order is not valid".into(),
-            );
+        let _span = tracing::info_span!("trial", run = ctx.run.id, trial = trial.id).entered();
+        let prepared = match prepare(ctx, trial) {
+            Ok(p) => p,
+            Err(message) => return self.fail_trial(ctx, id, "prompt", message),
         };
-        let measure: Measure = match trial.measure.parse() {
-            Ok(m) => m,
-            Err(e) => return self.fail_trial(ctx, id, "prompt", e),
-        };
-        let situation = ctx.situations.get(&trial.situation_key).map(String::as_str);
-        let messages = match render(&ctx.instrument, &ctx.template, measure, situation, &order) {
-            Ok(m) => m,
-            Err(e) => return self.fail_trial(ctx, id, "prompt", e.to_string()),
-        };
-        let seed = trial_seed(
-            ctx.run.seed as u64,
-            measure,
-            &trial.situation_key,
-            u32::try_from(trial.repeat_index).unwrap_or(0),
-        );
-        let body = wire::request_body(config.kind, &ctx.run.model, &messages, &ctx.params, seed)
-            .to_string();
         let texts: Vec<&str> = ctx
             .instrument
             .items
@@ -358,187 +335,319 @@ impl Worker {
             .map(|i| i.text.as_str())
             .collect();
         let spec = ParseSpec {
-            display_order: &order,
+            display_order: &prepared.order,
             item_texts: &texts,
             min: ctx.instrument.min,
             max: ctx.instrument.max,
         };
-        let (mut sent, mut parse_failures, mut transient) = (0u32, 0u32, 0u32);
-        let (mut input, mut output) = (0i64, 0i64);
-        let cost = |i: i64, o: i64| {
-            cost_micros(
-                i,
-                o,
-                config.price_input_per_mtok,
-                config.price_output_per_mtok,
-            )
-        };
+        let mut tally = Tally::default();
         loop {
-            if self.stopped() {
-                runs::release(&mut *self.conn()?, id, owner, None)?;
-                return Ok(());
-            }
-            let estimate = estimate_tokens(&body, ctx.params.max_tokens);
-            let wait = ctx.provider.reserve(estimate);
-            if !self.sleep(wait, Some(id)) {
-                runs::release(&mut *self.conn()?, id, owner, None)?;
-                return Ok(());
-            }
-            let Some(attempt) =
-                runs::start_attempt(&mut *self.conn()?, id, owner, self.opts.lease, &body)?
-            else {
-                return Ok(()); // the lease was lost: another worker has this trial now
-            };
-            sent += 1;
-            let started = Instant::now();
-            let result = ctx.provider.send(&ctx.run.model, &body);
-            let latency = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-            let (reply, error) = match result {
-                Ok(ok) => {
-                    ctx.provider.on_success();
-                    let (i, o) = (
-                        ok.completion.input_tokens.unwrap_or(0),
-                        ok.completion.output_tokens.unwrap_or(0),
-                    );
-                    ctx.provider.settle_tokens(estimate, i + o);
-                    input += i;
-                    output += o;
-                    let text = ok.completion.text.clone();
-                    let mut outcome = AttemptOutcome {
-                        raw_reply: Some(text.clone()),
-                        http_status: Some(i32::from(ok.http_status)),
-                        latency_ms: Some(latency),
-                        input_tokens: ok.completion.input_tokens,
-                        output_tokens: ok.completion.output_tokens,
-                        ..AttemptOutcome::default()
-                    };
-                    match parse_reply(&text, &spec) {
-                        Ok(parsed) => {
-                            let mut conn = self.conn()?;
-                            runs::finish_attempt(&mut conn, id, attempt, &outcome)?;
-                            let scores = serde_json::to_string(&parsed.scores).ok();
-                            runs::finish_trial(
-                                &mut conn,
-                                run_id,
-                                id,
-                                owner,
-                                &TrialOutcome {
-                                    done: true,
-                                    raw_reply: Some(text),
-                                    scores,
-                                    error_class: None,
-                                    error: None,
-                                    latency_ms: Some(latency),
-                                    input_tokens: Some(input),
-                                    output_tokens: Some(output),
-                                    cost_micros: cost(input, output),
-                                },
-                            )?;
-                            return Ok(());
-                        }
-                        Err(e) => {
-                            let message = format!("{} ({})", e, e.class());
-                            outcome.error_class = Some(ErrorClass::Parse.as_str().into());
-                            outcome.error = Some(message.clone());
-                            runs::finish_attempt(&mut *self.conn()?, id, attempt, &outcome)?;
-                            (
-                                Some(text),
-                                CallError {
-                                    class: ErrorClass::Parse,
-                                    http_status: Some(ok.http_status),
-                                    message,
-                                    body: None,
-                                    retry_after: None,
-                                },
-                            )
-                        }
-                    }
-                }
-                Err(e) => {
-                    runs::finish_attempt(
-                        &mut *self.conn()?,
-                        id,
-                        attempt,
-                        &AttemptOutcome {
-                            raw_reply: e.body.clone(),
-                            http_status: e.http_status.map(i32::from),
-                            error_class: Some(e.class.as_str().into()),
-                            error: Some(e.message.clone()),
-                            latency_ms: Some(latency),
-                            ..AttemptOutcome::default()
-                        },
-                    )?;
-                    (e.body.clone(), e)
-                }
-            };
-            let give_up =
-                |class: &str, message: String, reply: Option<String>| -> Result<(), RunnerError> {
-                    let mut conn = self.conn()?;
-                    runs::finish_trial(
-                        &mut conn,
-                        run_id,
-                        id,
-                        owner,
-                        &TrialOutcome {
-                            done: false,
-                            raw_reply: reply,
-                            scores: None,
-                            error_class: Some(class.to_owned()),
-                            error: Some(message),
-                            latency_ms: Some(latency),
-                            input_tokens: Some(input),
-                            output_tokens: Some(output),
-                            cost_micros: cost(input, output),
-                        },
-                    )?;
-                    Ok(())
-                };
-            match error.class {
-                ErrorClass::Auth => {
-                    // Not the trial's fault: it goes back to the queue, the run stops with a
-                    // message, and `runs resume` after fixing the key picks it up again.
-                    let mut conn = self.conn()?;
-                    runs::release(&mut conn, id, owner, Some(("auth", &error.message)))?;
-                    runs::fail(&mut conn, run_id, &error.message)?;
-                    tracing::error!(run = run_id.0, message = %error.message, "run failed");
-                    return Ok(());
-                }
-                ErrorClass::BadRequest => {
-                    return give_up(error.class.as_str(), error.message, reply);
-                }
-                ErrorClass::Parse => {
-                    parse_failures += 1;
-                    if parse_failures >= config.max_parse_attempts || sent >= config.max_attempts {
-                        let message = format!(
-                            "no readable answers after {parse_failures} replies; last: {}",
-                            error.message
-                        );
-                        return give_up("parse", message, reply);
-                    }
-                    // Ask again at once: the reply was valid, only unreadable.
-                }
-                class => {
-                    transient += 1;
-                    if sent >= config.max_attempts {
-                        let message =
-                            format!("gave up after {sent} attempts; last: {}", error.message);
-                        return give_up(class.as_str(), message, reply);
-                    }
-                    if class == ErrorClass::RateLimited {
-                        ctx.provider.on_rate_limited(error.retry_after);
-                    }
-                    let delay = error
-                        .retry_after
-                        .unwrap_or_else(|| backoff(config.backoff_base_ms, transient));
-                    tracing::debug!(trial = id.0, class = class.as_str(), ?delay, "retrying");
-                    if !self.sleep(delay, Some(id)) {
-                        runs::release(&mut *self.conn()?, id, owner, None)?;
+            match self.attempt(ctx, id, &prepared.body, &spec, &mut tally)? {
+                Attempted::Over => return Ok(()),
+                Attempted::Failed(failed) => {
+                    if !self.after_failure(ctx, id, &mut tally, failed)? {
                         return Ok(());
                     }
                 }
             }
         }
     }
+
+    /// One attempt: waits for the provider's limits, sends, and records the attempt (and the
+    /// trial, when the reply reads).
+    fn attempt(
+        &self,
+        ctx: &RunContext,
+        id: TrialId,
+        body: &str,
+        spec: &ParseSpec<'_>,
+        tally: &mut Tally,
+    ) -> Result<Attempted, RunnerError> {
+        let owner = self.opts.owner.as_str();
+        if self.stopped() {
+            runs::release(&mut *self.conn()?, id, owner, None)?;
+            return Ok(Attempted::Over);
+        }
+        let estimate = estimate_tokens(body, ctx.params.max_tokens);
+        let wait = ctx.provider.reserve(estimate);
+        if !self.sleep(wait, Some(id)) {
+            runs::release(&mut *self.conn()?, id, owner, None)?;
+            return Ok(Attempted::Over);
+        }
+        let Some(attempt) =
+            runs::start_attempt(&mut *self.conn()?, id, owner, self.opts.lease, body)?
+        else {
+            return Ok(Attempted::Over); // the lease was lost: another worker has this trial now
+        };
+        let _span = tracing::debug_span!("attempt", attempt).entered();
+        tally.sent += 1;
+        let started = Instant::now();
+        let result = ctx.provider.send(&ctx.run.model, body);
+        let latency = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        match result {
+            Ok(ok) => {
+                ctx.provider.on_success();
+                let (i, o) = (
+                    ok.completion.input_tokens.unwrap_or(0),
+                    ok.completion.output_tokens.unwrap_or(0),
+                );
+                ctx.provider.settle_tokens(estimate, i + o);
+                tally.input += i;
+                tally.output += o;
+                self.on_reply(ctx, id, attempt, ok, latency, spec, tally)
+            }
+            Err(e) => {
+                runs::finish_attempt(
+                    &mut *self.conn()?,
+                    id,
+                    attempt,
+                    &AttemptOutcome {
+                        raw_reply: e.body.clone(),
+                        http_status: e.http_status.map(i32::from),
+                        error_class: Some(e.class.as_str().into()),
+                        error: Some(e.message.clone()),
+                        latency_ms: Some(latency),
+                        ..AttemptOutcome::default()
+                    },
+                )?;
+                Ok(Attempted::Failed(Failed {
+                    reply: e.body.clone(),
+                    error: e,
+                    latency,
+                }))
+            }
+        }
+    }
+
+    /// A completion came back: the trial is done if its text reads as the answers.
+    #[expect(clippy::too_many_arguments, reason = "one attempt's state, used once")]
+    fn on_reply(
+        &self,
+        ctx: &RunContext,
+        id: TrialId,
+        attempt: i32,
+        ok: CallOk,
+        latency: i64,
+        spec: &ParseSpec<'_>,
+        tally: &Tally,
+    ) -> Result<Attempted, RunnerError> {
+        let text = ok.completion.text.clone();
+        let mut outcome = AttemptOutcome {
+            raw_reply: Some(text.clone()),
+            http_status: Some(i32::from(ok.http_status)),
+            latency_ms: Some(latency),
+            input_tokens: ok.completion.input_tokens,
+            output_tokens: ok.completion.output_tokens,
+            ..AttemptOutcome::default()
+        };
+        match parse_reply(&text, spec) {
+            Ok(parsed) => {
+                let mut conn = self.conn()?;
+                runs::finish_attempt(&mut conn, id, attempt, &outcome)?;
+                let scores = serde_json::to_string(&parsed.scores).ok();
+                runs::finish_trial(
+                    &mut conn,
+                    RunId(ctx.run.id),
+                    id,
+                    &self.opts.owner,
+                    &TrialOutcome {
+                        done: true,
+                        raw_reply: Some(text),
+                        scores,
+                        error_class: None,
+                        error: None,
+                        latency_ms: Some(latency),
+                        input_tokens: Some(tally.input),
+                        output_tokens: Some(tally.output),
+                        cost_micros: tally.cost(ctx),
+                    },
+                )?;
+                Ok(Attempted::Over)
+            }
+            Err(e) => {
+                let message = format!("{} ({})", e, e.class());
+                outcome.error_class = Some(ErrorClass::Parse.as_str().into());
+                outcome.error = Some(message.clone());
+                runs::finish_attempt(&mut *self.conn()?, id, attempt, &outcome)?;
+                Ok(Attempted::Failed(Failed {
+                    reply: Some(text),
+                    error: CallError {
+                        class: ErrorClass::Parse,
+                        http_status: Some(ok.http_status),
+                        message,
+                        body: None,
+                        retry_after: None,
+                    },
+                    latency,
+                }))
+            }
+        }
+    }
+
+    /// Decides after a failed attempt: `Ok(true)` to try again, `Ok(false)` when the trial is
+    /// over (failed, or released).
+    fn after_failure(
+        &self,
+        ctx: &RunContext,
+        id: TrialId,
+        tally: &mut Tally,
+        failed: Failed,
+    ) -> Result<bool, RunnerError> {
+        let config = &ctx.provider.config;
+        let run_id = RunId(ctx.run.id);
+        let owner = self.opts.owner.as_str();
+        let error = &failed.error;
+        match error.class {
+            ErrorClass::Auth => {
+                // Not the trial's fault: it goes back to the queue, the run stops with a
+                // message, and `runs resume` after fixing the key picks it up again.
+                let mut conn = self.conn()?;
+                runs::release(&mut conn, id, owner, Some(("auth", &error.message)))?;
+                runs::fail(&mut conn, run_id, &error.message)?;
+                tracing::error!(run = run_id.0, message = %error.message, "run failed");
+                Ok(false)
+            }
+            ErrorClass::BadRequest => {
+                let message = error.message.clone();
+                self.give_up(ctx, id, tally, error.class.as_str(), message, failed)
+            }
+            ErrorClass::Parse => {
+                tally.parse_failures += 1;
+                if tally.parse_failures >= config.max_parse_attempts
+                    || tally.sent >= config.max_attempts
+                {
+                    let message = format!(
+                        "no readable answers after {} replies; last: {}",
+                        tally.parse_failures, error.message
+                    );
+                    return self.give_up(ctx, id, tally, "parse", message, failed);
+                }
+                // Ask again at once: the reply was valid, only unreadable.
+                Ok(true)
+            }
+            class => {
+                tally.transient += 1;
+                if tally.sent >= config.max_attempts {
+                    let message = format!(
+                        "gave up after {} attempts; last: {}",
+                        tally.sent, error.message
+                    );
+                    return self.give_up(ctx, id, tally, class.as_str(), message, failed);
+                }
+                if class == ErrorClass::RateLimited {
+                    ctx.provider.on_rate_limited(error.retry_after);
+                }
+                let delay = error
+                    .retry_after
+                    .unwrap_or_else(|| backoff(config.backoff_base_ms, tally.transient));
+                tracing::debug!(trial = id.0, class = class.as_str(), ?delay, "retrying");
+                if !self.sleep(delay, Some(id)) {
+                    runs::release(&mut *self.conn()?, id, owner, None)?;
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Records the trial as failed with the last attempt's reply; the trial is over.
+    fn give_up(
+        &self,
+        ctx: &RunContext,
+        id: TrialId,
+        tally: &Tally,
+        class: &str,
+        message: String,
+        failed: Failed,
+    ) -> Result<bool, RunnerError> {
+        runs::finish_trial(
+            &mut *self.conn()?,
+            RunId(ctx.run.id),
+            id,
+            &self.opts.owner,
+            &TrialOutcome {
+                done: false,
+                raw_reply: failed.reply,
+                scores: None,
+                error_class: Some(class.to_owned()),
+                error: Some(message),
+                latency_ms: Some(failed.latency),
+                input_tokens: Some(tally.input),
+                output_tokens: Some(tally.output),
+                cost_micros: tally.cost(ctx),
+            },
+        )?;
+        Ok(false)
+    }
+}
+
+/// A trial's request, ready to send.
+struct Prepared {
+    /// The item order shown to the model.
+    order: Vec<u32>,
+    body: String,
+}
+
+/// The request body of a trial, from its stored order, measure and situation; `Err` says why
+/// it cannot be made.
+fn prepare(ctx: &RunContext, trial: &Trial) -> Result<Prepared, String> {
+    let order = serde_json::from_str::<Vec<u32>>(&trial.item_order)
+        .map_err(|_| "the stored item order is not valid".to_owned())?;
+    let measure: Measure = trial.measure.parse()?;
+    let situation = ctx.situations.get(&trial.situation_key).map(String::as_str);
+    let messages = render(&ctx.instrument, &ctx.template, measure, situation, &order)
+        .map_err(|e| e.to_string())?;
+    let seed = trial_seed(
+        ctx.run.seed as u64,
+        measure,
+        &trial.situation_key,
+        u32::try_from(trial.repeat_index).unwrap_or(0),
+    );
+    let body = wire::request_body(
+        ctx.provider.config.kind,
+        &ctx.run.model,
+        &messages,
+        &ctx.params,
+        seed,
+    )
+    .to_string();
+    Ok(Prepared { order, body })
+}
+
+/// Counts over the attempts of one trial.
+#[derive(Debug, Default)]
+struct Tally {
+    sent: u32,
+    parse_failures: u32,
+    transient: u32,
+    input: i64,
+    output: i64,
+}
+
+impl Tally {
+    fn cost(&self, ctx: &RunContext) -> Option<i64> {
+        let config = &ctx.provider.config;
+        cost_micros(
+            self.input,
+            self.output,
+            config.price_input_per_mtok,
+            config.price_output_per_mtok,
+        )
+    }
+}
+
+/// What one attempt came to.
+enum Attempted {
+    /// The trial is over for this worker: done, released, or its lease lost.
+    Over,
+    Failed(Failed),
+}
+
+/// A failed attempt, as the trial's outcome records it if this was the last.
+struct Failed {
+    reply: Option<String>,
+    error: CallError,
+    latency: i64,
 }
 
 /// Exponential backoff with jitter: base × 2^(n−1), capped at 60 s, times a random factor in

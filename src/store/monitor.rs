@@ -65,7 +65,26 @@ pub struct Monitor {
 pub const MEDIAN_OF_LATEST: i64 = 2_000;
 
 pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
-    let t = now();
+    let counts = status_counts(conn, study)?;
+    let (situations, factors) = progress(conn, study)?;
+    let median_seconds = median_seconds(conn, study)?;
+    let flag_straightline = flag_count(conn, study, Flag::Straightline)?;
+    let flag_fast = flag_count(conn, study, Flag::Fast)?;
+    let flag_failed_check = flag_count(conn, study, Flag::FailedCheck)?;
+    let latest = latest_completions(conn, study)?;
+    Ok(Monitor {
+        counts,
+        situations,
+        factors,
+        median_seconds,
+        flag_straightline,
+        flag_fast,
+        flag_failed_check,
+        latest,
+    })
+}
+
+fn status_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<StatusCounts> {
     let mut counts = StatusCounts::default();
     let by_status: Vec<(String, i64)> = participants::table
         .filter(participants::study_id.eq(study.id))
@@ -88,27 +107,41 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
         .filter(participants::imported.eq(true))
         .count()
         .get_result(conn)?;
+    Ok(counts)
+}
 
-    let cells = super::participants::cells(conn, study, t)?;
-    let meta: BTreeMap<i64, (String, String, String, i32, i32)> = match study.situation_set_id {
-        Some(set) => situations::table
-            .inner_join(factors::table.inner_join(emotions::table))
-            .filter(situations::set_id.eq(set))
-            .select((
-                situations::id,
-                (
-                    situations::key,
-                    emotions::name,
-                    factors::name,
-                    emotions::position,
-                    factors::factor_index,
-                ),
-            ))
-            .load::<(i64, (String, String, String, i32, i32))>(conn)?
-            .into_iter()
-            .collect(),
-        None => BTreeMap::new(),
+/// Key, emotion, factor, emotion position and factor index of each situation of the set.
+type SituationMeta = BTreeMap<i64, (String, String, String, i32, i32)>;
+
+fn situation_meta(conn: &mut DbConnection, study: &Study) -> QueryResult<SituationMeta> {
+    let Some(set) = study.situation_set_id else {
+        return Ok(BTreeMap::new());
     };
+    Ok(situations::table
+        .inner_join(factors::table.inner_join(emotions::table))
+        .filter(situations::set_id.eq(set))
+        .select((
+            situations::id,
+            (
+                situations::key,
+                emotions::name,
+                factors::name,
+                emotions::position,
+                factors::factor_index,
+            ),
+        ))
+        .load::<(i64, (String, String, String, i32, i32))>(conn)?
+        .into_iter()
+        .collect())
+}
+
+/// Completions per situation, and summed per factor (in emotion, factor order).
+fn progress(
+    conn: &mut DbConnection,
+    study: &Study,
+) -> QueryResult<(Vec<SituationProgress>, Vec<FactorProgress>)> {
+    let cells = super::participants::cells(conn, study, now())?;
+    let meta = situation_meta(conn, study)?;
     let mut situations_out = Vec::with_capacity(cells.len());
     let mut by_factor: BTreeMap<(i32, i32), FactorProgress> = BTreeMap::new();
     for c in &cells {
@@ -135,7 +168,10 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
         f.completed += i64::from(c.completed);
         f.target += i64::from(study.target_per_situation);
     }
+    Ok((situations_out, by_factor.into_values().collect()))
+}
 
+fn median_seconds(conn: &mut DbConnection, study: &Study) -> QueryResult<Option<i64>> {
     // Live participants only (imported cohorts have no meaningful durations), and the latest
     // 2,000 of them: a recent median that stays cheap at any study size (index on
     // study_id, completed_at).
@@ -152,26 +188,36 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
         .filter_map(|(a, b)| b.map(|b| (b - a).num_seconds()))
         .collect();
     durations.sort_unstable();
-    let median_seconds = match durations.len() {
+    Ok(match durations.len() {
         0 => None,
         n if n % 2 == 1 => Some(durations[n / 2]),
         n => Some((durations[n / 2 - 1] + durations[n / 2]) / 2),
+    })
+}
+
+/// The quality flags a participant can carry.
+#[derive(Debug, Clone, Copy)]
+enum Flag {
+    Straightline,
+    Fast,
+    FailedCheck,
+}
+
+fn flag_count(conn: &mut DbConnection, study: &Study, which: Flag) -> QueryResult<i64> {
+    let q = participants::table
+        .filter(participants::study_id.eq(study.id))
+        .into_boxed();
+    let q = match which {
+        Flag::Straightline => q.filter(participants::flag_straightline.eq(true)),
+        Flag::Fast => q.filter(participants::flag_fast.eq(true)),
+        Flag::FailedCheck => q.filter(participants::flag_failed_check.eq(true)),
     };
-    let flag = |conn: &mut DbConnection, which: &str| -> QueryResult<i64> {
-        let q = participants::table
-            .filter(participants::study_id.eq(study.id))
-            .into_boxed();
-        let q = match which {
-            "straightline" => q.filter(participants::flag_straightline.eq(true)),
-            "fast" => q.filter(participants::flag_fast.eq(true)),
-            _ => q.filter(participants::flag_failed_check.eq(true)),
-        };
-        q.count().get_result(conn)
-    };
-    let flag_straightline = flag(conn, "straightline")?;
-    let flag_fast = flag(conn, "fast")?;
-    let flag_failed_check = flag(conn, "failed_check")?;
-    let latest = participants::table
+    q.count().get_result(conn)
+}
+
+/// The ten latest live completions, newest first.
+fn latest_completions(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec<Completion>> {
+    Ok(participants::table
         .left_join(situations::table)
         .filter(participants::study_id.eq(study.id))
         .filter(participants::completed_at.is_not_null())
@@ -221,15 +267,5 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
                 flags,
             })
         })
-        .collect();
-    Ok(Monitor {
-        counts,
-        situations: situations_out,
-        factors: by_factor.into_values().collect(),
-        median_seconds,
-        flag_straightline,
-        flag_fast,
-        flag_failed_check,
-        latest,
-    })
+        .collect())
 }

@@ -92,7 +92,28 @@ fn import_in_tx(
     file: &[Situation],
 ) -> Result<ImportSummary, StoreError> {
     let t = now();
-    let (set_id, set_created) = match find_set(conn, set_name)? {
+    let (set_id, set_created) = upsert_set(conn, set_name, source, t)?;
+    let factors = import_factors(conn, set_id, file)?;
+    let (situations, kept_not_in_file) =
+        import_situations(conn, set_id, file, &factors.factor_of, t)?;
+    Ok(ImportSummary {
+        set: set_name.to_owned(),
+        set_created,
+        emotions: factors.emotions,
+        factors: factors.counts,
+        situations,
+        kept_not_in_file,
+    })
+}
+
+/// The set's id, and whether it was created now.
+fn upsert_set(
+    conn: &mut DbConnection,
+    set_name: &str,
+    source: &str,
+    t: chrono::NaiveDateTime,
+) -> QueryResult<(i64, bool)> {
+    match find_set(conn, set_name)? {
         Some(id) => {
             diesel::update(situation_sets::table.find(id.0))
                 .set((
@@ -100,7 +121,7 @@ fn import_in_tx(
                     situation_sets::source.eq(source),
                 ))
                 .execute(conn)?;
-            (id.0, false)
+            Ok((id.0, false))
         }
         None => {
             let id = diesel::insert_into(situation_sets::table)
@@ -112,11 +133,26 @@ fn import_in_tx(
                 ))
                 .returning(situation_sets::id)
                 .get_result::<i64>(conn)?;
-            (id, true)
+            Ok((id, true))
         }
-    };
-    let emotion_ids = emotion_ids(conn)?;
+    }
+}
 
+/// What importing the factors of a file did.
+struct ImportedFactors {
+    counts: Counts,
+    /// Distinct emotions the file names.
+    emotions: usize,
+    /// The factor id of each situation of the file, in file order.
+    factor_of: Vec<i64>,
+}
+
+fn import_factors(
+    conn: &mut DbConnection,
+    set_id: i64,
+    file: &[Situation],
+) -> Result<ImportedFactors, StoreError> {
+    let emotion_ids = emotion_ids(conn)?;
     // Factors: (emotion, index) -> (id, name) for what is stored now.
     let mut stored_factors: HashMap<(i64, i32), (i64, String)> = factors::table
         .filter(factors::set_id.eq(set_id))
@@ -130,7 +166,7 @@ fn import_in_tx(
         .into_iter()
         .map(|(e, i, id, n)| ((e, i), (id, n)))
         .collect();
-    let mut factor_counts = Counts::default();
+    let mut counts = Counts::default();
     let mut factor_seen: HashMap<(i64, i32), i64> = HashMap::new();
     let mut emotions_seen = std::collections::BTreeSet::new();
     let mut factor_of = Vec::with_capacity(file.len());
@@ -150,14 +186,14 @@ fn import_in_tx(
         }
         let id = match stored_factors.get(&k) {
             Some((id, name)) if *name == s.factor_name => {
-                factor_counts.unchanged += 1;
+                counts.unchanged += 1;
                 *id
             }
             Some((id, _)) => {
                 diesel::update(factors::table.find(*id))
                     .set(factors::name.eq(&s.factor_name))
                     .execute(conn)?;
-                factor_counts.updated += 1;
+                counts.updated += 1;
                 *id
             }
             None => {
@@ -170,7 +206,7 @@ fn import_in_tx(
                     ))
                     .returning(factors::id)
                     .get_result::<i64>(conn)?;
-                factor_counts.created += 1;
+                counts.created += 1;
                 stored_factors.insert(k, (id, s.factor_name.clone()));
                 id
             }
@@ -178,9 +214,26 @@ fn import_in_tx(
         factor_seen.insert(k, id);
         factor_of.push(id);
     }
+    Ok(ImportedFactors {
+        counts,
+        emotions: emotions_seen.len(),
+        factor_of,
+    })
+}
 
-    type Row = (i64, i64, i32, i32, String);
-    let stored: HashMap<String, Row> = situations::table
+/// A stored situation by key: id, factor id, scenario index, position, text.
+type StoredRow = (i64, i64, i32, i32, String);
+
+/// Creates or updates the situations of the file; returns their counts and how many stored
+/// situations the file did not mention.
+fn import_situations(
+    conn: &mut DbConnection,
+    set_id: i64,
+    file: &[Situation],
+    factor_of: &[i64],
+    t: chrono::NaiveDateTime,
+) -> Result<(Counts, usize), StoreError> {
+    let stored: HashMap<String, StoredRow> = situations::table
         .filter(situations::set_id.eq(set_id))
         .select((
             situations::key,
@@ -192,12 +245,12 @@ fn import_in_tx(
                 situations::text,
             ),
         ))
-        .load::<(String, Row)>(conn)?
+        .load::<(String, StoredRow)>(conn)?
         .into_iter()
         .collect();
     let mut counts = Counts::default();
     let mut seen_keys = std::collections::HashSet::new();
-    for (position, (s, factor_id)) in file.iter().zip(factor_of).enumerate() {
+    for (position, (s, &factor_id)) in file.iter().zip(factor_of).enumerate() {
         if !seen_keys.insert(s.key.as_str()) {
             return Err(StoreError::Conflict(format!(
                 "duplicate situation key {}",
@@ -248,14 +301,7 @@ fn import_in_tx(
         .keys()
         .filter(|k| !seen_keys.contains(k.as_str()))
         .count();
-    Ok(ImportSummary {
-        set: set_name.to_owned(),
-        set_created,
-        emotions: emotions_seen.len(),
-        factors: factor_counts,
-        situations: counts,
-        kept_not_in_file,
-    })
+    Ok((counts, kept_not_in_file))
 }
 
 fn to_i32<T: TryInto<i32>>(v: T, key: &str) -> Result<i32, StoreError> {
