@@ -5,7 +5,9 @@ use askama::Template;
 
 use super::{Admin, Nav};
 use crate::store::audit::{self, Entry};
-use crate::web::{AppError, AppState, render};
+use crate::web::error::AppError;
+use crate::web::render::render;
+use crate::web::state::AppState;
 
 #[derive(Template)]
 #[template(path = "admin/audit.html")]

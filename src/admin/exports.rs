@@ -13,7 +13,8 @@ use tokio::sync::mpsc;
 use super::{Researcher, actor};
 use crate::ops::{self, ExportKind};
 use crate::store::{cohorts::StatusFilter, studies};
-use crate::web::{AppError, AppState};
+use crate::web::error::AppError;
+use crate::web::state::AppState;
 
 const CHUNK: usize = 64 * 1024;
 

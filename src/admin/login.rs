@@ -12,8 +12,10 @@ use chrono::Duration;
 use super::{Researcher, SESSION_COOKIE, actor, field};
 use crate::auth::{self, password};
 use crate::store::{audit, sessions, users};
-use crate::survey::context::{self, see_other};
-use crate::web::{AppError, AppState, render, render_status};
+use crate::web::csrf;
+use crate::web::error::AppError;
+use crate::web::render::{render, render_status, see_other};
+use crate::web::state::AppState;
 
 #[derive(Template)]
 #[template(path = "admin/login.html")]
@@ -50,7 +52,7 @@ pub async fn form(
     req: HttpRequest,
     query: web::Query<NextQuery>,
 ) -> Result<HttpResponse, AppError> {
-    let (csrf, new) = context::csrf_token(&req);
+    let (csrf, new) = csrf::token(&req);
     let mut resp = render(LoginPage {
         csrf: csrf.clone(),
         next: safe_next(query.next.as_deref()),
@@ -58,7 +60,7 @@ pub async fn form(
         error: None,
     })?;
     if new {
-        let _ = resp.add_cookie(&context::csrf_cookie(&req, &csrf));
+        let _ = resp.add_cookie(&csrf::cookie(&req, &csrf));
     }
     Ok(resp)
 }
@@ -73,11 +75,11 @@ pub async fn submit(
     req: HttpRequest,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    context::check_csrf(&req, &form)?;
+    csrf::check_double_submit(&req, &form)?;
     let email = field(&form, "email").unwrap_or("").trim().to_lowercase();
     let secret = field(&form, "password").unwrap_or("").to_owned();
     let next = safe_next(field(&form, "next"));
-    let csrf = field(&form, "csrf").unwrap_or("").to_owned();
+    let csrf = csrf::field(&form).unwrap_or("").to_owned();
     if email.len() > 254 || secret.len() > 1024 {
         return Err(AppError::BadRequest(
             "That is too long for an email address or password.".into(),
@@ -149,7 +151,7 @@ pub async fn submit(
                 .path("/")
                 .http_only(true)
                 .same_site(SameSite::Lax)
-                .secure(context::is_https(&req))
+                .secure(csrf::is_https(&req))
                 .max_age(CookieDuration::hours(auth::SESSION_HOURS))
                 .finish();
             let mut resp = see_other(&next);
@@ -189,7 +191,7 @@ pub async fn logout(
     user: Researcher,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    super::check_csrf(user.session(), &form)?;
+    csrf::check_session(&user.session().csrf_token, &form)?;
     let id = user.session().id;
     let who = actor(user.session());
     state

@@ -18,7 +18,8 @@ use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 use crate::auth::token_hash;
 use crate::store::sessions::{self, Session};
 use crate::store::users::Role;
-use crate::web::{AppError, AppState};
+use crate::web::error::AppError;
+use crate::web::state::AppState;
 
 pub const SESSION_COOKIE: &str = "eb_session";
 
@@ -83,20 +84,6 @@ impl Researcher {
 impl Admin {
     pub fn session(&self) -> &Session {
         &self.0
-    }
-}
-
-/// Checks the session's CSRF token against the form's (403 otherwise).
-pub fn check_csrf(session: &Session, fields: &[(String, String)]) -> Result<(), AppError> {
-    let given = fields
-        .iter()
-        .find(|(k, _)| k == "csrf")
-        .map(|(_, v)| v.as_bytes());
-    match given {
-        Some(g) if crate::survey::context::constant_time_eq(g, session.csrf_token.as_bytes()) => Ok(()),
-        _ => Err(AppError::Forbidden(
-            "This form has expired or did not come from this site. Please reload the page and try again.".into(),
-        )),
     }
 }
 

@@ -10,7 +10,9 @@ use crate::domain::report::{Correction, Mode, Options, Unit};
 use crate::domain::split::Side;
 use crate::export::report::{View, view};
 use crate::ops::{self, ModelSelection, ReportError, ReportRequest};
-use crate::web::{AppError, AppState, render};
+use crate::web::error::AppError;
+use crate::web::render::render;
+use crate::web::state::AppState;
 
 /// Query parameters; all optional.
 #[derive(Debug, Deserialize)]

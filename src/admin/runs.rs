@@ -5,7 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
-use super::{Admin, Nav, actor, check_csrf, field};
+use super::{Admin, Nav, actor, field};
 use crate::config::ProviderConfig;
 use crate::domain::prompt::Template as PromptTemplate;
 use crate::domain::run::{RunParams, Selection};
@@ -13,8 +13,10 @@ use crate::llm::setup::{self, RunRequest, SetupError};
 use crate::store::runs::{self, Progress, Run, TrialRecord};
 use crate::store::studies::{self, StudySummary};
 use crate::store::{RunId, StoreError, audit};
-use crate::survey::context::see_other;
-use crate::web::{AppError, AppState, render, render_status};
+use crate::web::csrf;
+use crate::web::error::AppError;
+use crate::web::render::{render, render_status, see_other};
+use crate::web::state::AppState;
 
 pub struct ProviderView {
     pub config: ProviderConfig,
@@ -153,7 +155,7 @@ pub async fn create(
     admin: Admin,
     fields: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    check_csrf(admin.session(), &fields)?;
+    csrf::check_session(&admin.session().csrf_token, &fields)?;
     let g = |n: &str| field(&fields, n).unwrap_or("").trim().to_owned();
     let form = RunForm {
         study: g("study"),
@@ -329,7 +331,7 @@ pub async fn action(
     path: web::Path<(i64, String)>,
     fields: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    check_csrf(admin.session(), &fields)?;
+    csrf::check_session(&admin.session().csrf_token, &fields)?;
     let (id, what) = path.into_inner();
     let run = RunId(id);
     if !matches!(what.as_str(), "pause" | "resume" | "cancel") {

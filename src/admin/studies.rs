@@ -6,15 +6,17 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use chrono::NaiveDate;
 
-use super::{Admin, Nav, Researcher, actor, check_csrf, field};
+use super::{Admin, Nav, Researcher, actor, field};
 use crate::domain::study::{StudyConfig, StudyStatus};
 use crate::store::instruments::{self, InstrumentSummary};
 use crate::store::monitor::{self, Monitor};
 use crate::store::situations::{self, SetSummary};
 use crate::store::studies::{self, Sources, Study, StudySummary};
 use crate::store::{InstrumentId, SituationSetId, StoreError, StudyId, audit, participants};
-use crate::survey::context::see_other;
-use crate::web::{AppError, AppState, render, render_status};
+use crate::web::csrf;
+use crate::web::error::AppError;
+use crate::web::render::{render, render_status, see_other};
+use crate::web::state::AppState;
 
 #[derive(Template)]
 #[template(path = "admin/studies.html")]
@@ -269,7 +271,7 @@ async fn save(
     form: web::Form<Vec<(String, String)>>,
     existing: Option<Study>,
 ) -> Result<HttpResponse, AppError> {
-    check_csrf(admin.session(), &form)?;
+    csrf::check_session(&admin.session().csrf_token, &form)?;
     let mut values = FormValues::from_form(&form);
     if let Some(study) = &existing {
         // The slug stays (links have been shared), and so do the demographic fields.
@@ -423,7 +425,7 @@ pub async fn set_status(
     slug: web::Path<String>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    check_csrf(admin.session(), &form)?;
+    csrf::check_session(&admin.session().csrf_token, &form)?;
     let study = load_study(&state, &slug).await?;
     let status: StudyStatus = field(&form, "status")
         .unwrap_or("")
@@ -506,7 +508,7 @@ pub async fn delete(
     slug: web::Path<String>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    check_csrf(admin.session(), &form)?;
+    csrf::check_session(&admin.session().csrf_token, &form)?;
     let study = load_study(&state, &slug).await?;
     if field(&form, "confirm").map(str::trim) != Some(study.slug.as_str()) {
         return render_status(
@@ -540,7 +542,7 @@ pub async fn delete_participant(
     slug: web::Path<String>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    check_csrf(admin.session(), &form)?;
+    csrf::check_session(&admin.session().csrf_token, &form)?;
     let which = field(&form, "participant").unwrap_or("").trim().to_owned();
     if which.is_empty() || which.len() > 64 {
         return Err(AppError::BadRequest(

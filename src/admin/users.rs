@@ -6,7 +6,9 @@ use askama::Template;
 
 use super::{Admin, Nav};
 use crate::store::users::{self, User};
-use crate::web::{AppError, AppState, render};
+use crate::web::error::AppError;
+use crate::web::render::render;
+use crate::web::state::AppState;
 
 #[derive(Template)]
 #[template(path = "admin/users.html")]

@@ -93,10 +93,6 @@ pub fn end(conn: &mut DbConnection, session_id: i64) -> QueryResult<()> {
     Ok(())
 }
 
-pub fn end_all(conn: &mut DbConnection, user: UserId) -> QueryResult<usize> {
-    diesel::delete(sessions::table.filter(sessions::user_id.eq(user.0))).execute(conn)
-}
-
 pub fn record_attempt(
     conn: &mut DbConnection,
     email: &str,

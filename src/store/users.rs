@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 
-use super::schema::users;
+use super::schema::{sessions, users};
 use super::{DbConnection, StoreError, UserId, now};
 
 /// What an account may do: researchers read and export; admins also change things.
@@ -164,7 +164,7 @@ pub fn set_password(
                 users::updated_at.eq(t),
             ))
             .execute(conn)?;
-        super::sessions::end_all(conn, UserId(id))?;
+        end_sessions(conn, UserId(id))?;
         Ok(UserId(id))
     })
 }
@@ -181,7 +181,13 @@ pub fn disable(conn: &mut DbConnection, email: &str) -> Result<UserId, StoreErro
         diesel::update(users::table.find(id))
             .set((users::disabled.eq(true), users::updated_at.eq(now())))
             .execute(conn)?;
-        super::sessions::end_all(conn, UserId(id))?;
+        end_sessions(conn, UserId(id))?;
         Ok(UserId(id))
     })
+}
+
+/// Ends every session of an account (its password changed or it was disabled). Here rather than
+/// in `sessions`, which reads accounts: the two modules would import each other.
+fn end_sessions(conn: &mut DbConnection, user: UserId) -> QueryResult<usize> {
+    diesel::delete(sessions::table.filter(sessions::user_id.eq(user.0))).execute(conn)
 }

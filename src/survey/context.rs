@@ -1,27 +1,21 @@
 //! What every survey request needs: the study, the participant (from the study's cookie), the
-//! instrument, and the CSRF token (double-submit: a random cookie echoed in every form).
+//! instrument. Its CSRF token is `web::csrf`'s double-submit one.
 
 use std::sync::Arc;
 
+use actix_web::HttpRequest;
 use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieDuration};
-use actix_web::{HttpRequest, HttpResponse};
 
-use crate::auth::password::random_secret;
 use crate::domain::instrument::Instrument;
 use crate::domain::survey::Page;
 use crate::store::{self, participants::Participant, studies::Study};
-use crate::web::{AppError, AppState};
-
-pub const CSRF_COOKIE: &str = "eb_csrf";
-pub const CSRF_FIELD: &str = "csrf";
+use crate::web::csrf;
+use crate::web::error::AppError;
+use crate::web::state::AppState;
 
 /// The cookie that holds a participant's public id for one study.
 pub fn participant_cookie_name(study: &Study) -> String {
     format!("eb_p{}", study.id)
-}
-
-pub fn is_https(req: &HttpRequest) -> bool {
-    req.connection_info().scheme() == "https"
 }
 
 pub fn participant_cookie(req: &HttpRequest, study: &Study, public_id: &str) -> Cookie<'static> {
@@ -29,46 +23,9 @@ pub fn participant_cookie(req: &HttpRequest, study: &Study, public_id: &str) -> 
         .path(format!("/s/{}", study.slug))
         .http_only(true)
         .same_site(SameSite::Lax)
-        .secure(is_https(req))
+        .secure(csrf::is_https(req))
         .max_age(CookieDuration::days(30))
         .finish()
-}
-
-pub fn csrf_cookie(req: &HttpRequest, token: &str) -> Cookie<'static> {
-    Cookie::build(CSRF_COOKIE, token.to_owned())
-        .path("/")
-        .http_only(true)
-        .same_site(SameSite::Lax)
-        .secure(is_https(req))
-        .finish()
-}
-
-/// The request's CSRF token, or a new one to set on the response.
-pub fn csrf_token(req: &HttpRequest) -> (String, bool) {
-    match req.cookie(CSRF_COOKIE) {
-        Some(c) if c.value().len() >= 16 => (c.value().to_owned(), false),
-        _ => (random_secret(32), true),
-    }
-}
-
-/// Rejects a POST whose form token does not match its cookie (403).
-pub fn check_csrf(req: &HttpRequest, fields: &[(String, String)]) -> Result<(), AppError> {
-    let cookie = req.cookie(CSRF_COOKIE);
-    let field = fields
-        .iter()
-        .find(|(k, _)| k == CSRF_FIELD)
-        .map(|(_, v)| v.as_str());
-    match (cookie, field) {
-        (Some(c), Some(f)) if c.value().len() >= 16 && constant_time_eq(c.value().as_bytes(), f.as_bytes()) => Ok(()),
-        _ => Err(AppError::Forbidden(
-            "This form has expired or did not come from this site. Please go back, reload the page and try again."
-                .into(),
-        )),
-    }
-}
-
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The study, its instrument and the participant of this browser.
@@ -128,14 +85,6 @@ impl SurveyContext {
     pub fn page_url(&self, page: Page) -> String {
         format!("/s/{}/{}", self.study.slug, page.as_str())
     }
-}
-
-/// 303 See Other: after a POST the browser GETs the next page (reload never resubmits).
-pub fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header(("Location", location))
-        .insert_header(("Cache-Control", "no-store"))
-        .finish()
 }
 
 /// The Prolific completion URL for a code.

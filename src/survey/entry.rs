@@ -6,13 +6,16 @@ use std::collections::HashMap;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
-use super::context::{self, SurveyContext, see_other};
+use super::context::{self, SurveyContext};
 use crate::domain::assignment::mix_seed;
 use crate::domain::prompt::{canonical_order, shuffled_order};
 use crate::domain::study::StudyStatus;
 use crate::domain::survey::ExternalId;
 use crate::store::participants::{self, Arrival};
-use crate::web::{AppError, AppState, render};
+use crate::web::csrf;
+use crate::web::error::AppError;
+use crate::web::render::{render, see_other};
+use crate::web::state::AppState;
 
 #[derive(Template)]
 #[template(path = "survey/unavailable.html")]
@@ -107,7 +110,7 @@ pub async fn get(
                 .await?
         }
     };
-    let (token, new_token) = context::csrf_token(&req);
+    let (token, new_token) = csrf::token(&req);
     let mut resp = see_other(&format!(
         "/s/{}/{}",
         study.slug,
@@ -119,7 +122,7 @@ pub async fn get(
         &participant.public_id,
     ));
     if new_token {
-        let _ = resp.add_cookie(&context::csrf_cookie(&req, &token));
+        let _ = resp.add_cookie(&csrf::cookie(&req, &token));
     }
     Ok(resp)
 }

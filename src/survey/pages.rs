@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
-use super::context::{self, CSRF_FIELD, SurveyContext, prolific_completion_url, see_other};
+use super::context::{SurveyContext, prolific_completion_url};
 use crate::domain::instrument::Instrument;
 use crate::domain::survey::{
     ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field, grade_check, parse_demographics,
@@ -14,7 +14,10 @@ use crate::domain::survey::{
 };
 use crate::store::participants::{self, Effect, Participant, Submitted};
 use crate::store::studies::Study;
-use crate::web::{AppError, AppState, render, render_status};
+use crate::web::csrf;
+use crate::web::error::AppError;
+use crate::web::render::{render, render_status, see_other};
+use crate::web::state::AppState;
 
 /// What every survey page shows around its content.
 pub struct Frame {
@@ -390,7 +393,7 @@ fn after_submit(ctx: &SurveyContext, p: &Participant) -> String {
 
 fn with_csrf(mut resp: HttpResponse, req: &HttpRequest, token: &str, new: bool) -> HttpResponse {
     if new {
-        let _ = resp.add_cookie(&context::csrf_cookie(req, token));
+        let _ = resp.add_cookie(&csrf::cookie(req, token));
     }
     resp
 }
@@ -458,7 +461,7 @@ pub async fn get(
     if requested != Some(current) {
         return Ok(see_other(&ctx.page_url(current)));
     }
-    let (csrf, new) = context::csrf_token(&req);
+    let (csrf, new) = csrf::token(&req);
     let resp = if current == Page::Situation {
         let text = text.ok_or_else(|| {
             AppError::Internal("participant without a situation on the situation page".into())
@@ -493,7 +496,7 @@ fn decide(
     fields: &[(String, String)],
     situation_shown: Option<chrono::NaiveDateTime>,
 ) -> Decision {
-    let extra = [CSRF_FIELD];
+    let extra = [csrf::FIELD];
     let invalid = |e: FormErrors| {
         if e.general.is_empty() {
             Decision::Invalid(e)
@@ -501,7 +504,7 @@ fn decide(
             Decision::BadRequest(e.general.join("; "))
         }
     };
-    let only_csrf = || fields.iter().all(|(k, _)| k == CSRF_FIELD);
+    let only_csrf = || fields.iter().all(|(k, _)| k == csrf::FIELD);
     match current {
         Page::Consent => {
             let answer: Vec<&str> = fields
@@ -511,7 +514,7 @@ fn decide(
                 .collect();
             let unexpected = fields
                 .iter()
-                .any(|(k, _)| k != "consent" && k != CSRF_FIELD);
+                .any(|(k, _)| k != "consent" && k != csrf::FIELD);
             match (answer.as_slice(), unexpected) {
                 (["yes"], false) => Decision::Submit(Page::Demographics, Effect::Consent),
                 (["no"], false) => Decision::Submit(Page::Ended, Effect::End(Outcome::NoConsent)),
@@ -639,10 +642,10 @@ pub async fn post(
 ) -> Result<HttpResponse, AppError> {
     let (slug, page_name) = path.into_inner();
     let fields = form.into_inner();
-    context::check_csrf(&req, &fields)?;
+    csrf::check_double_submit(&req, &fields)?;
     let csrf = fields
         .iter()
-        .find(|(k, _)| k == CSRF_FIELD)
+        .find(|(k, _)| k == csrf::FIELD)
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
     let (ctx, public_id) = SurveyContext::start(&state, &req, &slug).await?;
@@ -691,7 +694,7 @@ pub async fn withdraw_form(
     if p.page().is_terminal() {
         return Ok(see_other(&ctx.page_url(p.page())));
     }
-    let (csrf, new) = context::csrf_token(&req);
+    let (csrf, new) = csrf::token(&req);
     let resp = render(WithdrawPage {
         back: ctx.page_url(p.page()),
         frame: Frame::new(&ctx, p.page(), &csrf),
@@ -706,7 +709,7 @@ pub async fn withdraw(
     slug: web::Path<String>,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    context::check_csrf(&req, &form)?;
+    csrf::check_double_submit(&req, &form)?;
     let ctx = SurveyContext::load(&state, &req, &slug).await?;
     let p = match participant_or_entry(&ctx).await {
         Ok(p) => p,

@@ -2,7 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 
-use super::AppError;
+use super::error::AppError;
 
 const APP_CSS: &str = include_str!("../../assets/app.css");
 const SITUATION_JS: &str = include_str!("../../assets/situation.js");

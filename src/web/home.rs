@@ -5,7 +5,8 @@ use askama::Template;
 use askama_web::WebTemplate;
 use diesel::connection::SimpleConnection;
 
-use super::{AppError, AppState};
+use super::error::AppError;
+use super::state::AppState;
 use crate::store::{self, studies::StudySummary};
 
 #[derive(Template, WebTemplate)]

@@ -1,0 +1,85 @@
+//! The route table: every path of the application, its handler and who may use it. This is the
+//! only file that names handlers; handlers import the kernel (`web::state`, `web::render`,
+//! `web::csrf`, `web::error`), never this.
+
+use actix_web::web;
+
+use crate::web::{assets, home};
+use crate::{admin, survey};
+
+/// Who may use a route. The route-matrix test checks every entry of [`ROUTES`] behaves so.
+///
+/// Handlers enforce it with their extractors (`admin::Researcher`, `admin::Admin`); the table
+/// states it so a reader sees every route's policy in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (start page, health, assets, login).
+    Public,
+    /// Participants (the survey; its own cookie and CSRF rules).
+    Participant,
+    /// Any signed-in account; anonymous visitors are sent to the login page.
+    Researcher,
+    /// A signed-in researcher download; anonymous visitors get 401.
+    ResearcherDownload,
+    /// Admins only: researchers get 403.
+    Admin,
+}
+
+macro_rules! route_table {
+    (
+        $($method:ident $path:literal => $handler:path, $access:ident;)*
+        $scope:literal => {
+            $($s_method:ident $s_path:literal => $s_handler:path, $s_access:ident;)*
+        }
+    ) => {
+        /// Every route of the application, in one table: method, full path, access.
+        pub const ROUTES: &[(&str, &str, Access)] = &[
+            $((stringify!($method), $path, Access::$access),)*
+            $((stringify!($s_method), concat!($scope, $s_path), Access::$s_access),)*
+        ];
+
+        /// Registers every route of [`ROUTES`]; order matters where paths overlap.
+        pub fn routes(cfg: &mut web::ServiceConfig) {
+            $(cfg.route($path, web::$method().to($handler));)*
+            cfg.service(web::scope($scope)$(.route($s_path, web::$s_method().to($s_handler)))*);
+        }
+    };
+}
+
+route_table! {
+    get  "/"                                  => home::index, Public;
+    get  "/healthz"                           => home::health, Public;
+    get  "/assets/{file}"                     => assets::serve, Public;
+    // Participants.
+    get  "/s/{study}"                         => survey::entry::get, Participant;
+    get  "/s/{study}/withdraw"                => survey::pages::withdraw_form, Participant;
+    post "/s/{study}/withdraw"                => survey::pages::withdraw, Participant;
+    get  "/s/{study}/{page}"                  => survey::pages::get, Participant;
+    post "/s/{study}/{page}"                  => survey::pages::post, Participant;
+    // Researchers and admins: one scope; each route's access is enforced by its extractor.
+    "/admin" => {
+        get  "/login"                             => admin::login::form, Public;
+        post "/login"                             => admin::login::submit, Public;
+        post "/logout"                            => admin::login::logout, Researcher;
+        get  ""                                   => admin::studies::list, Researcher;
+        get  "/studies/new"                       => admin::studies::new_form, Admin;
+        post "/studies"                           => admin::studies::create, Admin;
+        get  "/studies/{study}"                   => admin::studies::monitor, Researcher;
+        get  "/studies/{study}/report"            => admin::report::show, Researcher;
+        get  "/studies/{study}/edit"              => admin::studies::edit_form, Admin;
+        post "/studies/{study}"                   => admin::studies::update, Admin;
+        post "/studies/{study}/status"            => admin::studies::set_status, Admin;
+        get  "/studies/{study}/delete"            => admin::studies::delete_form, Admin;
+        post "/studies/{study}/delete"            => admin::studies::delete, Admin;
+        post "/studies/{study}/participants/delete" => admin::studies::delete_participant, Admin;
+        get  "/studies/{study}/export/{file}"     => admin::exports::download, ResearcherDownload;
+        get  "/providers"                         => admin::runs::providers, Admin;
+        get  "/runs"                              => admin::runs::list, Admin;
+        get  "/runs/new"                          => admin::runs::new_form, Admin;
+        post "/runs"                              => admin::runs::create, Admin;
+        get  "/runs/{run}"                        => admin::runs::show, Admin;
+        post "/runs/{run}/{action}"               => admin::runs::action, Admin;
+        get  "/users"                             => admin::users::list, Admin;
+        get  "/audit"                             => admin::audit::list, Admin;
+    }
+}

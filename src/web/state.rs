@@ -1,0 +1,189 @@
+//! The application state every handler shares: the pools, the settings, the SQLite writer and
+//! the per-process caches of the survey's hot path.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use actix_web::web;
+
+use crate::config::Settings;
+use crate::domain::instrument::Instrument;
+use crate::store::studies::Study;
+use crate::store::{DbConnection, InstrumentId, Pool, StoreError};
+use crate::web::error::AppError;
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: Pool,
+    pub settings: Settings,
+    /// Instruments by id. The items of an instrument that a study uses never change (the store
+    /// refuses), so pages can keep them in memory.
+    instruments: Arc<Cache<i64, Arc<Instrument>>>,
+    /// Whether a study was full, per study, with when it was checked. The entry page only
+    /// uses it to turn newcomers away politely; the assignment at consent decides for real
+    /// inside its transaction, so a value a second old is good enough and spares a count of
+    /// every participant per arrival.
+    full: Arc<Cache<i64, bool>>,
+    /// Study rows by slug, with when they were read. Every survey request needs its study;
+    /// reading it at most once per [`STUDY_FRESH`] per process spares a query per request.
+    /// Several `serve` processes may share one database, so an admin's edit made in another
+    /// process reaches this one within that time (a study closed there stops taking new
+    /// participants here within a second); edits made through this process's admin pages
+    /// take effect at once ([`AppState::forget_study`]). Unknown slugs are not cached.
+    studies: Arc<Cache<String, Arc<Study>>>,
+    /// On SQLite, the survey's own connection and thread, committing concurrent page requests
+    /// together ([`crate::store::writer`]); `None` on Postgres.
+    writer: Option<crate::store::writer::Writer>,
+}
+
+/// How long a cached study row is used before it is read again.
+pub const STUDY_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a study's "full" verdict is used before it is counted again.
+const FULL_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Values by key, each with when it was stored; per process. A poisoned lock only costs a
+/// cache miss.
+struct Cache<K, V>(RwLock<HashMap<K, (std::time::Instant, V)>>);
+
+impl<K: Eq + std::hash::Hash, V: Clone> Default for Cache<K, V> {
+    fn default() -> Self {
+        Self(RwLock::new(HashMap::new()))
+    }
+}
+
+impl<K: Eq + std::hash::Hash, V: Clone> Cache<K, V> {
+    /// The value stored under `key`, if it is younger than `max_age` (`None`: any age).
+    fn get<Q>(&self, key: &Q, max_age: Option<std::time::Duration>) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Eq + std::hash::Hash + ?Sized,
+    {
+        let m = self.0.read().ok()?;
+        let (at, v) = m.get(key)?;
+        max_age
+            .is_none_or(|age| at.elapsed() < age)
+            .then(|| v.clone())
+    }
+
+    fn put(&self, key: K, value: V) {
+        if let Ok(mut m) = self.0.write() {
+            m.insert(key, (std::time::Instant::now(), value));
+        }
+    }
+
+    fn remove<Q>(&self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Eq + std::hash::Hash + ?Sized,
+    {
+        if let Ok(mut m) = self.0.write() {
+            m.remove(key);
+        }
+    }
+
+    fn clear(&self) {
+        if let Ok(mut m) = self.0.write() {
+            m.clear();
+        }
+    }
+}
+
+impl AppState {
+    pub fn new(
+        pool: Pool,
+        settings: Settings,
+        writer: Option<crate::store::writer::Writer>,
+    ) -> Self {
+        Self {
+            pool,
+            settings,
+            instruments: Arc::default(),
+            full: Arc::default(),
+            studies: Arc::default(),
+            writer,
+        }
+    }
+
+    /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].
+    pub async fn study(&self, slug: &str) -> Result<Option<Arc<Study>>, AppError> {
+        if let Some(study) = self.studies.get(slug, Some(STUDY_FRESH)) {
+            return Ok(Some(study));
+        }
+        let key = slug.to_owned();
+        let Some(study) = self
+            .db(move |conn| Ok(crate::store::studies::load(conn, &key)?))
+            .await?
+            .map(Arc::new)
+        else {
+            self.forget_study(slug);
+            return Ok(None);
+        };
+        self.studies.put(slug.to_owned(), study.clone());
+        Ok(Some(study))
+    }
+
+    /// Drops a study from the cache (after this process changed or deleted it).
+    pub fn forget_study(&self, slug: &str) {
+        self.studies.remove(slug);
+        // Whether it is full is re-counted too: its targets may have changed.
+        self.full.clear();
+    }
+
+    /// Whether a study is full, re-counted at most once per second per process.
+    pub async fn study_is_full(&self, study: &Study) -> Result<bool, AppError> {
+        if let Some(full) = self.full.get(&study.id, Some(FULL_FRESH)) {
+            return Ok(full);
+        }
+        let s = study.clone();
+        let full = self
+            .db(move |conn| Ok(crate::store::participants::study_is_full(conn, &s)?))
+            .await?;
+        self.full.put(study.id, full);
+        Ok(full)
+    }
+
+    /// An instrument, from memory after the first load.
+    pub async fn instrument(&self, id: i64) -> Result<Arc<Instrument>, AppError> {
+        if let Some(i) = self.instruments.get(&id, None) {
+            return Ok(i);
+        }
+        let inst = Arc::new(
+            self.db(move |conn| crate::store::instruments::get(conn, InstrumentId(id)))
+                .await?,
+        );
+        self.instruments.put(id, inst.clone());
+        Ok(inst)
+    }
+
+    /// Database work of a survey page request: on SQLite through the writer (batched with the
+    /// other page requests, answered after the commit), on Postgres as [`AppState::db`].
+    /// Only for short work: a batch waits for all its jobs.
+    pub async fn survey_db<T, F>(&self, f: F) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConnection) -> Result<T, StoreError> + Send + 'static,
+    {
+        match &self.writer {
+            Some(writer) => Ok(writer.run(f).await?),
+            None => self.db(f).await,
+        }
+    }
+
+    /// Runs blocking database work on the blocking thread pool with a pooled connection.
+    pub async fn db<T, F>(&self, f: F) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConnection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let pool = self.pool.clone();
+        web::block(move || {
+            let mut conn = pool.get().map_err(StoreError::from)?;
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| AppError::Internal(e.to_string()))?
+        .map_err(AppError::from)
+    }
+}
