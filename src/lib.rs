@@ -2,13 +2,13 @@
 //! one definition. See ARCHITECTURE.md for the map.
 
 pub mod admin;
+pub mod app;
 pub mod auth;
 pub mod bench;
 pub mod config;
 pub mod domain;
 pub mod export;
 pub mod llm;
-pub mod ops;
 pub mod store;
 pub mod survey;
 pub mod web;

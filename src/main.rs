@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use emotionbench::app;
 use emotionbench::domain::prompt::Measure;
-use emotionbench::llm::setup;
 use emotionbench::store::{self, db, instruments, situations};
-use emotionbench::{Application, Settings, ops};
+use emotionbench::{Application, Settings};
 
 mod cli;
 use cli::bench;
@@ -91,7 +91,7 @@ struct ReportArgs {
     study: String,
     /// `all` or a comma-separated list of model names.
     #[arg(long, default_value = "all")]
-    models: ops::ModelSelection,
+    models: app::report::ModelSelection,
     /// One cohort per run instead of per model (comma-separated run ids, see `emotionbench
     /// runs`). With exactly two runs, e.g. one model under `eb-code` and under `stability`, the
     /// report also compares them: per emotion, each Δ and the difference with its test.
@@ -109,7 +109,7 @@ struct ReportArgs {
     #[arg(long, default_value = "default")]
     mode: emotionbench::domain::report::Mode,
     /// Significance level.
-    #[arg(long, default_value_t = 0.01, value_parser = emotionbench::admin::report::parse_alpha)]
+    #[arg(long, default_value_t = 0.01, value_parser = app::report::parse_alpha)]
     alpha: f64,
     /// Model observations: every `trial`, or the mean of each `situation`'s repeats.
     #[arg(long, default_value = "trial")]
@@ -566,7 +566,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(ImportCommand::Situations { file, set }) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
-            let (format, s) = ops::import_situations(&mut conn, &file, set.as_deref())?;
+            let (format, s) = app::imports::import_situations(&mut conn, &file, set.as_deref())?;
             println!(
                 "imported {} as {} into set {}{}",
                 file.display(),
@@ -588,7 +588,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(ImportCommand::Instruments { file }) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
-            let outcomes = ops::import_instruments(&mut conn, &file)?;
+            let outcomes = app::imports::import_instruments(&mut conn, &file)?;
             let count = |o| outcomes.iter().filter(|(_, x)| *x == o).count();
             println!(
                 "imported {} instruments from {}: {} created, {} updated, {} unchanged",
@@ -609,7 +609,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(ImportCommand::Humans { file, study, set }) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
-            let r = ops::import_humans(&mut conn, &file, &study, set.as_deref())?;
+            let r = app::imports::import_humans(&mut conn, &file, &study, set.as_deref())?;
             println!(
                 "imported {} into study {}{}",
                 file.display(),
@@ -634,8 +634,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }) => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
-            let r =
-                ops::import_model_results(&mut conn, &file, &study, &model, instrument.as_deref())?;
+            let r = app::imports::import_model_results(
+                &mut conn,
+                &file,
+                &study,
+                &model,
+                instrument.as_deref(),
+            )?;
             println!(
                 "imported {} as run {} of model {} on {} in study {study}{}",
                 file.display(),
@@ -661,7 +666,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Split { study, test, seed } => {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
-            let r = ops::split_study(&mut conn, &study, test, seed)?;
+            let r = app::exports::split_study(&mut conn, &study, test, seed)?;
             println!(
                 "study {study}: {} train, {} test ({} situations, seed {seed})",
                 r.train, r.test, r.strata
@@ -684,8 +689,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let actor = store::audit::Actor::Cli;
             // Into a buffer first: a failed export leaves no partial file behind.
             let mut buffer = Vec::new();
-            let stats =
-                ops::export_finetune(&mut conn, &args.study, side, format, &actor, &mut buffer)?;
+            let stats = app::exports::export_finetune(
+                &mut conn,
+                &args.study,
+                side,
+                format,
+                &actor,
+                &mut buffer,
+            )?;
             match &args.output {
                 Some(path) => {
                     std::fs::write(path, &buffer)
@@ -705,9 +716,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
             let kind = match args.what {
-                ExportWhat::Long => ops::ExportKind::Long,
-                ExportWhat::Wide => ops::ExportKind::Wide,
-                ExportWhat::Codebook => ops::ExportKind::Codebook,
+                ExportWhat::Long => app::exports::ExportKind::Long,
+                ExportWhat::Wide => app::exports::ExportKind::Wide,
+                ExportWhat::Codebook => app::exports::ExportKind::Codebook,
                 ExportWhat::Finetune => unreachable!("handled above"),
             };
             let filter = match args.status {
@@ -725,8 +736,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     let file = std::fs::File::create(&partial)
                         .with_context(|| format!("cannot create {}", partial.display()))?;
                     let mut out = std::io::BufWriter::new(file);
-                    let stats =
-                        ops::export(&mut conn, &args.study, kind, filter, &actor, &mut out)?;
+                    let stats = app::exports::export(
+                        &mut conn,
+                        &args.study,
+                        kind,
+                        filter,
+                        &actor,
+                        &mut out,
+                    )?;
                     let file = out.into_inner().map_err(|e| e.into_error())?;
                     file.sync_all()?;
                     std::fs::rename(&partial, path).with_context(|| {
@@ -736,7 +753,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 None => {
                     let out = std::io::stdout().lock();
-                    ops::export(&mut conn, &args.study, kind, filter, &actor, out)?
+                    app::exports::export(&mut conn, &args.study, kind, filter, &actor, out)?
                 }
             };
             if let Some(path) = &args.output {
@@ -771,14 +788,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 unit: args.unit,
                 correction: args.correction,
             };
-            let request = ops::ReportRequest {
+            let request = app::report::ReportRequest {
                 models: args.models.clone(),
                 runs: args.runs.clone(),
                 instrument: args.instrument.clone(),
                 split: args.split,
-                ..ops::ReportRequest::new(&args.study, options)
+                ..app::report::ReportRequest::new(&args.study, options)
             };
-            let report = ops::report(&mut conn, &request)?;
+            let report = app::report::report(&mut conn, &request)?;
             let text = emotionbench::export::report::render(&report, args.format)?;
             match &args.output {
                 Some(path) => {
@@ -1016,9 +1033,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let pool = migrated(&settings)?;
             let mut conn = pool.get()?;
             let measure: Measure = measure.parse().map_err(anyhow::Error::msg)?;
-            let messages = setup::prompt_messages(
+            let messages = app::runs::prompt_messages(
                 &mut conn,
-                &setup::PromptRequest {
+                &app::runs::PromptRequest {
                     study,
                     instrument,
                     measure,
@@ -1139,7 +1156,7 @@ fn demo(mut settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
     let pool = migrated(&settings)?;
     let setup = {
         let mut conn = pool.get()?;
-        ops::load_demo(&mut conn)?
+        app::demo::load_demo(&mut conn)?
     };
     let slug = setup.study_slug.clone();
     serve(settings, pool, move |base| {
@@ -1181,7 +1198,7 @@ fn bench_monitor(participants: usize, runs: usize) -> anyhow::Result<()> {
     let bench = BenchDb::new()?;
     let mut conn = bench.conn()?;
     let started = std::time::Instant::now();
-    ops::generate_study(&mut conn, "bench", participants, 1)?;
+    app::demo::generate_study(&mut conn, "bench", participants, 1)?;
     println!(
         "generated {participants} participants in {:.1} s (SQLite, temporary)",
         started.elapsed().as_secs_f64()
@@ -1213,7 +1230,7 @@ fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()
     let bench = BenchDb::new()?;
     let mut conn = bench.conn()?;
     let started = std::time::Instant::now();
-    let study = ops::generate_study(&mut conn, "bench", participants, 1)?;
+    let study = app::demo::generate_study(&mut conn, "bench", participants, 1)?;
     let generated = started.elapsed();
     let rss_before = peak_rss_kib();
     let started = std::time::Instant::now();
@@ -1270,8 +1287,8 @@ fn bench_report(
     let bench = BenchDb::new()?;
     let mut conn = bench.conn()?;
     let started = std::time::Instant::now();
-    ops::generate_study(&mut conn, "bench", participants, 1)?;
-    ops::generate_model_runs(&mut conn, "bench", models, trials, 2)?;
+    app::demo::generate_study(&mut conn, "bench", participants, 1)?;
+    app::demo::generate_model_runs(&mut conn, "bench", models, trials, 2)?;
     println!(
         "generated {participants} participants and {models} models x {trials} trials in {:.1} s (SQLite, temporary)",
         started.elapsed().as_secs_f64()
@@ -1285,7 +1302,10 @@ fn bench_report(
         let mut cohorts = 0;
         for _ in 0..runs.max(1) {
             let t = std::time::Instant::now();
-            let report = ops::report(&mut conn, &ops::ReportRequest::new("bench", options))?;
+            let report = app::report::report(
+                &mut conn,
+                &app::report::ReportRequest::new("bench", options),
+            )?;
             let text = emotionbench::export::report::render(
                 &report,
                 emotionbench::export::report::Format::Json,

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::{Researcher, actor};
-use crate::ops::{self, ExportKind};
+use crate::app::exports::{self, ExportKind};
 use crate::store::{cohorts::StatusFilter, studies};
 use crate::web::error::AppError;
 use crate::web::state::AppState;
@@ -109,7 +109,7 @@ pub async fn download(
             .get()
             .map_err(|e| e.to_string())
             .and_then(|mut conn| {
-                ops::export(&mut conn, &s2, kind, filter, &who, &mut writer)
+                exports::export(&mut conn, &s2, kind, filter, &who, &mut writer)
                     .map_err(|e| e.to_string())
             })
             .and_then(|_| writer.flush().map_err(|e| e.to_string()));

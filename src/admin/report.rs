@@ -6,10 +6,13 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::{Nav, Researcher};
+use crate::app::{
+    self,
+    report::{ModelSelection, ReportRequest, parse_alpha},
+};
 use crate::domain::report::{Correction, Mode, Options, Unit};
 use crate::domain::split::Side;
 use crate::export::report::{View, view};
-use crate::ops::{self, ModelSelection, ReportError, ReportRequest};
 use crate::web::error::AppError;
 use crate::web::render::render;
 use crate::web::state::AppState;
@@ -91,14 +94,6 @@ impl ReportQuery {
     }
 }
 
-/// α must be a number strictly between 0 and 1.
-pub fn parse_alpha(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
-        _ => Err(format!("α must be a number between 0 and 1, not {s:?}")),
-    }
-}
-
 #[derive(Template)]
 #[template(path = "admin/report.html")]
 struct ReportPage {
@@ -127,13 +122,13 @@ pub async fn show(
         .join(",");
     let split = request.split.map_or("all", Side::as_str).to_owned();
     let report = state
-        .db(move |conn| match ops::report(conn, &request) {
-            Err(ReportError::Store(e)) => Err(e),
+        .db(move |conn| match app::report::report(conn, &request) {
+            Err(app::Error::Store(e)) => Err(e),
             other => Ok(other),
         })
         .await?
         .map_err(|e| match e {
-            ReportError::NoStudy(_) => AppError::NotFound,
+            app::Error::NoStudy(_) => AppError::NotFound,
             other => AppError::BadRequest(other.to_string()),
         })?;
     let view = view(&report).map_err(|e| AppError::Internal(e.to_string()))?;

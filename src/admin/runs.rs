@@ -6,13 +6,16 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 
 use super::{Admin, Nav, actor, field};
+use crate::app::{
+    self,
+    runs::{RunAction, RunRequest},
+};
 use crate::config::ProviderConfig;
 use crate::domain::prompt::Template as PromptTemplate;
 use crate::domain::run::{RunParams, Selection};
-use crate::llm::setup::{self, RunRequest, SetupError};
 use crate::store::runs::{self, Progress, Run, TrialRecord};
 use crate::store::studies::{self, StudySummary};
-use crate::store::{RunId, StoreError, audit};
+use crate::store::{RunId, StoreError};
 use crate::web::csrf;
 use crate::web::error::AppError;
 use crate::web::render::{render, render_status, see_other};
@@ -250,26 +253,11 @@ pub async fn create(
     let settings = state.settings.clone();
     let who = actor(admin.session());
     let created = state
-        .db(move |conn| {
-            match setup::create_run(conn, &settings, &req) {
-                Ok(c) => {
-                    audit::record(
-                        conn,
-                        &who,
-                        "run.create",
-                        Some(&c.run.0.to_string()),
-                        Some(&serde_json::json!({"study": req.study, "provider": req.provider, "model": req.model, "trials": c.trials})),
-                    )?;
-                    Ok(Ok(c.run))
-                }
-                Err(SetupError::Invalid(m)) => Ok(Err(m)),
-                Err(e) => Err(StoreError::Conflict(e.to_string())),
-            }
-        })
+        .db(move |conn| Ok(app::runs::create(conn, &settings, &req, &who)))
         .await?;
     match created {
-        Ok(run) => Ok(see_other(&format!("/admin/runs/{}", run.0))),
-        Err(message) => {
+        Ok(c) => Ok(see_other(&format!("/admin/runs/{}", c.run.0))),
+        Err(app::Error::Invalid(message)) => {
             form_page(
                 &state,
                 &admin,
@@ -279,6 +267,7 @@ pub async fn create(
             )
             .await
         }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -334,29 +323,10 @@ pub async fn action(
     csrf::check_session(&admin.session().csrf_token, &fields)?;
     let (id, what) = path.into_inner();
     let run = RunId(id);
-    if !matches!(what.as_str(), "pause" | "resume" | "cancel") {
-        return Err(AppError::NotFound);
-    }
+    let action = RunAction::parse(&what).ok_or(AppError::NotFound)?;
     let who = actor(admin.session());
     state
-        .db(move |conn| {
-            if runs::get(conn, run)?.is_none() {
-                return Err(StoreError::Query(diesel::result::Error::NotFound));
-            }
-            match what.as_str() {
-                "pause" => runs::pause(conn, run)?,
-                "resume" => runs::resume(conn, run)?,
-                _ => runs::cancel(conn, run)?,
-            };
-            audit::record(
-                conn,
-                &who,
-                &format!("run.{what}"),
-                Some(&run.0.to_string()),
-                None,
-            )?;
-            Ok(())
-        })
-        .await?;
+        .db(move |conn| Ok(app::runs::change(conn, run, action, &who)))
+        .await??;
     Ok(see_other(&format!("/admin/runs/{id}")))
 }

@@ -7,12 +7,13 @@ use askama::Template;
 use chrono::NaiveDate;
 
 use super::{Admin, Nav, Researcher, actor, field};
+use crate::app::{self, studies::StudyInput};
 use crate::domain::study::{StudyConfig, StudyStatus};
 use crate::store::instruments::{self, InstrumentSummary};
 use crate::store::monitor::{self, Monitor};
 use crate::store::situations::{self, SetSummary};
-use crate::store::studies::{self, Sources, Study, StudySummary};
-use crate::store::{InstrumentId, SituationSetId, StoreError, StudyId, audit, participants};
+use crate::store::studies::{self, Study, StudySummary};
+use crate::store::{StoreError, StudyId};
 use crate::web::csrf;
 use crate::web::error::AppError;
 use crate::web::render::{render, render_status, see_other};
@@ -236,24 +237,6 @@ pub async fn new_form(state: web::Data<AppState>, admin: Admin) -> Result<HttpRe
     })
 }
 
-/// Resolves the instrument key and set name chosen in the form.
-fn resolve(
-    conn: &mut crate::store::DbConnection,
-    v: &FormValues,
-) -> Result<Result<(InstrumentId, Option<SituationSetId>), String>, StoreError> {
-    let Some((inst, _)) = instruments::load(conn, &v.instrument)? else {
-        return Ok(Err(format!("Unknown instrument {:?}.", v.instrument)));
-    };
-    let set = match v.set.trim() {
-        "" => None,
-        name => match situations::find_set(conn, name)? {
-            Some(s) => Some(s),
-            None => return Ok(Err(format!("Unknown situation set {name:?}."))),
-        },
-    };
-    Ok(Ok((inst, set)))
-}
-
 pub async fn create(
     state: web::Data<AppState>,
     admin: Admin,
@@ -285,51 +268,28 @@ async fn save(
                 config.demographics = study.demographic_fields();
             }
             let id = existing.as_ref().map(|s| StudyId(s.id));
-            let v = values.clone();
-            state
+            let input = StudyInput {
+                config,
+                instrument: values.instrument.clone(),
+                set: values.set.clone(),
+                retention,
+            };
+            let saved = state
                 .db(move |conn| {
-                    let (instrument, set) = match resolve(conn, &v)? {
-                        Ok(x) => x,
-                        Err(e) => return Ok(Err(vec![e])),
-                    };
-                    let sources = Sources {
-                        instrument,
-                        set,
-                        retention_until: retention.and_then(|d| d.and_hms_opt(0, 0, 0)),
-                    };
-                    let r = conn.write_transaction(|conn| {
-                        match id {
-                            None => {
-                                let seed = i64::from(rand::random::<u32>());
-                                studies::create(conn, &config, StudyStatus::Draft, sources, seed)?;
-                                audit::record(
-                                    conn,
-                                    &who,
-                                    "study.create",
-                                    Some(&config.slug),
-                                    None,
-                                )?;
-                            }
-                            Some(id) => {
-                                studies::update(conn, id, &config, sources)?;
-                                audit::record(
-                                    conn,
-                                    &who,
-                                    "study.update",
-                                    Some(&config.slug),
-                                    None,
-                                )?;
-                            }
-                        }
-                        Ok::<_, StoreError>(config.slug.clone())
-                    });
-                    match r {
-                        Ok(slug) => Ok(Ok(slug)),
-                        Err(StoreError::Conflict(m)) => Ok(Err(vec![m])),
-                        Err(e) => Err(e),
-                    }
+                    Ok(match id {
+                        None => app::studies::create(conn, &input, &who),
+                        Some(id) => app::studies::update(conn, id, &input, &who),
+                    })
                 })
-                .await?
+                .await?;
+            // What is wrong with the form goes back to the form; the rest is an error.
+            match saved {
+                Ok(slug) => Ok(slug),
+                Err(app::Error::Invalid(m) | app::Error::Store(StoreError::Conflict(m))) => {
+                    Err(vec![m])
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     };
     match outcome {
@@ -435,19 +395,15 @@ pub async fn set_status(
     let slug2 = study.slug.clone();
     state
         .db(move |conn| {
-            conn.write_transaction(|conn| {
-                studies::set_status(conn, StudyId(study.id), status)?;
-                audit::record(
-                    conn,
-                    &who,
-                    &format!("study.{}", status.as_str()),
-                    Some(&slug2),
-                    None,
-                )?;
-                Ok(())
-            })
+            Ok(app::studies::set_status(
+                conn,
+                StudyId(study.id),
+                &slug2,
+                status,
+                &who,
+            ))
         })
-        .await?;
+        .await??;
     state.forget_study(&study.slug);
     Ok(see_other(&format!("/admin/studies/{}", study.slug)))
 }
@@ -524,13 +480,14 @@ pub async fn delete(
     let slug = study.slug.clone();
     state
         .db(move |conn| {
-            conn.write_transaction(|conn| {
-                studies::delete(conn, StudyId(study.id))?;
-                audit::record(conn, &who, "study.delete", Some(&study.slug), None)?;
-                Ok(())
-            })
+            Ok(app::studies::delete(
+                conn,
+                StudyId(study.id),
+                &study.slug,
+                &who,
+            ))
         })
-        .await?;
+        .await??;
     state.forget_study(&slug);
     Ok(see_other("/admin"))
 }
@@ -553,21 +510,15 @@ pub async fn delete_participant(
     let who = actor(admin.session());
     let deleted = state
         .db(move |conn| {
-            conn.write_transaction(|conn| {
-                let n = participants::delete(conn, study.id, &which)?;
-                if n > 0 {
-                    audit::record(
-                        conn,
-                        &who,
-                        "participant.delete",
-                        Some(&format!("{}/{which}", study.slug)),
-                        None,
-                    )?;
-                }
-                Ok(n)
-            })
+            Ok(app::studies::delete_participant(
+                conn,
+                StudyId(study.id),
+                &study.slug,
+                &which,
+                &who,
+            ))
         })
-        .await?;
+        .await??;
     if deleted == 0 {
         return Err(AppError::NotFound);
     }

@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use emotionbench::Settings;
+use emotionbench::app::runs as app_runs;
 use emotionbench::config::{ProviderConfig, ProviderKind};
 use emotionbench::domain::run::{RunParams, Selection};
 use emotionbench::domain::situation::{EMOTIONS, Situation};
 use emotionbench::domain::study::{StudyConfig, StudyStatus};
 use emotionbench::llm::fake::{FakeAction, FakeServer};
 use emotionbench::llm::runner::{Worker, WorkerOptions};
-use emotionbench::llm::setup;
+use emotionbench::store::audit::Actor;
 use emotionbench::store::runs;
 use emotionbench::store::{instruments, situations, studies};
 
@@ -135,10 +136,10 @@ fn bench(settings: &mut Settings, args: &BenchArgs, dir: &std::path::Path) -> an
             studies::Sources::new(instrument, Some(set)),
             1,
         )?;
-        setup::create_run(
+        app_runs::create(
             &mut conn,
             settings,
-            &setup::RunRequest {
+            &app_runs::RunRequest {
                 study: "bench".into(),
                 instrument: None,
                 provider: "bench".into(),
@@ -150,6 +151,7 @@ fn bench(settings: &mut Settings, args: &BenchArgs, dir: &std::path::Path) -> an
                 seed: Some(1),
                 params: RunParams::default(),
             },
+            &Actor::Cli,
         )?
     };
     println!(

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use emotionbench::Settings;
+use emotionbench::app::runs as setup;
 use emotionbench::domain::run::{RunParams, Selection};
 use emotionbench::llm::runner::{Worker, WorkerOptions};
-use emotionbench::llm::setup;
+use emotionbench::store::audit::Actor;
 use emotionbench::store::runs::{self, Progress, status};
 use emotionbench::store::{Pool, RunId};
 
@@ -91,7 +92,7 @@ pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
     let pool = migrated(&settings)?;
     let created = {
         let mut conn = pool.get()?;
-        setup::create_run(&mut conn, &settings, &request)?
+        setup::create(&mut conn, &settings, &request, &Actor::Cli)?
     };
     println!(
         "run {} created: {} trials, seed {}, instrument {}",

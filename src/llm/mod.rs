@@ -5,5 +5,4 @@
 pub mod client;
 pub mod fake;
 pub mod runner;
-pub mod setup;
 pub mod wire;

@@ -46,6 +46,18 @@ impl From<StoreError> for AppError {
     }
 }
 
+impl From<crate::app::Error> for AppError {
+    fn from(e: crate::app::Error) -> Self {
+        use crate::app::Error as E;
+        match e {
+            E::Store(e) => e.into(),
+            E::NoStudy(_) | E::NoRun(_) => AppError::NotFound,
+            E::Invalid(m) => AppError::BadRequest(m),
+            other => AppError::Internal(other.to_string()),
+        }
+    }
+}
+
 #[derive(Template)]
 #[template(path = "error.html")]
 struct ErrorPage<'a> {

@@ -244,7 +244,7 @@ fn an_export_killed_midway_leaves_a_clearly_partial_file_and_the_database_untouc
     {
         let pool = app.pool();
         let mut conn = pool.get().unwrap();
-        emotionbench::ops::generate_study(&mut conn, "big", 20_000, 3).unwrap();
+        emotionbench::app::demo::generate_study(&mut conn, "big", 20_000, 3).unwrap();
     }
     let counts = || {
         use diesel::prelude::*;

@@ -112,7 +112,7 @@ fn a_10000_participant_study_streams_csv_that_pandas_reads_back(db: TestDb) {
     };
     let pool = db.pool();
     let mut conn = pool.get().unwrap();
-    let study = emotionbench::ops::generate_study(&mut conn, "big", 10_000, 7).unwrap();
+    let study = emotionbench::app::demo::generate_study(&mut conn, "big", 10_000, 7).unwrap();
     let (long_cols, wide_cols) = emotionbench::export::column_counts(&mut conn, study).unwrap();
     drop(conn);
     let dir = tempfile::tempdir().unwrap();

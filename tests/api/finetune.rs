@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use diesel::prelude::*;
+use emotionbench::app::runs::{PromptRequest, prompt_messages};
 use emotionbench::domain::parse::{ParseSpec, parse_reply};
 use emotionbench::domain::prompt::{ChatMessage, Measure, canonical_order};
-use emotionbench::llm::setup::{PromptRequest, prompt_messages};
 use emotionbench::store::schema::{participants, situations, studies};
 use emotionbench::store::{db, instruments};
 

@@ -278,7 +278,7 @@ fn an_import_failing_midway_is_rolled_back(db: TestDb) {
     {
         let pool = db.pool();
         let mut conn = pool.get().unwrap();
-        emotionbench::ops::load_demo(&mut conn).unwrap();
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
     }
     let before = db.snapshot();
     let items: String = (1..=20)

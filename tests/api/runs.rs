@@ -18,7 +18,7 @@ use crate::on_both_backends;
 fn with_demo(db: &TestDb) {
     let pool = db.pool();
     let mut conn = pool.get().unwrap();
-    emotionbench::ops::load_demo(&mut conn).unwrap();
+    emotionbench::app::demo::load_demo(&mut conn).unwrap();
 }
 
 /// A config file with these `[[providers]]` bodies.

@@ -32,8 +32,11 @@ pub fn make_scale_study(app: &TestApp, slug: &str, key: &str) -> bool {
     let pool = app.pool();
     let mut conn = pool.get().unwrap();
     if instruments::load(&mut conn, key).unwrap().is_none() {
-        emotionbench::ops::import_instruments(&mut conn, &data.join("questionnaires.json"))
-            .unwrap();
+        emotionbench::app::imports::import_instruments(
+            &mut conn,
+            &data.join("questionnaires.json"),
+        )
+        .unwrap();
     }
     let demo = emotionbench::domain::demo::demo_study();
     if situations::find_set(&mut conn, "demo").unwrap().is_none() {

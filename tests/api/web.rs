@@ -7,7 +7,7 @@ fn the_start_page_lists_open_studies_with_strict_headers(db: TestDb) {
     {
         let pool = db.pool();
         let mut conn = pool.get().unwrap();
-        emotionbench::ops::load_demo(&mut conn).unwrap();
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
     }
     let app = spawn_app(db);
     let r = app.get("/");

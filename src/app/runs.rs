@@ -1,8 +1,10 @@
-//! Turning a researcher's request into stored runs and rendered prompts: resolve the study, its
-//! instrument and situations, the template, and plan the trials.
+//! Model runs: turn a researcher's request into a stored run (resolve the study, its instrument
+//! and situations, the template, plan the trials), change a run's state, render a trial's
+//! prompt. Each write records its audit entry in the same transaction.
 
 use std::path::Path;
 
+use super::error::{Error, Result, invalid};
 use crate::config::Settings;
 use crate::domain::instrument::Instrument;
 use crate::domain::prompt::canonical_order;
@@ -12,29 +14,11 @@ use crate::store::runs::{self, NewRun, NewTrial};
 use crate::store::situations::StoredSituation;
 use crate::store::studies::{self, Study};
 use crate::store::{
-    DbConnection, InstrumentId, RunId, SituationSetId, StoreError, instruments, situations,
+    DbConnection, InstrumentId, RunId, SituationSetId, audit, instruments, situations,
 };
 
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error("{0}")]
-    Invalid(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl From<diesel::result::Error> for SetupError {
-    fn from(e: diesel::result::Error) -> Self {
-        SetupError::Store(StoreError::Query(e))
-    }
-}
-
-fn invalid(message: impl Into<String>) -> SetupError {
-    SetupError::Invalid(message.into())
-}
-
 /// A template by built-in name (`eb-code`, `paper`, `stability`) or a custom template file.
-pub fn resolve_template(name_or_file: &str) -> Result<Template, SetupError> {
+pub fn resolve_template(name_or_file: &str) -> Result<Template> {
     if let Some(t) = Template::builtin(name_or_file) {
         return Ok(t);
     }
@@ -50,11 +34,11 @@ pub fn resolve_template(name_or_file: &str) -> Result<Template, SetupError> {
         .map_err(|e| invalid(format!("{}: {}: {}", path.display(), e.location, e.reason)))
 }
 
-fn study(conn: &mut DbConnection, slug: &str) -> Result<Study, SetupError> {
+fn study(conn: &mut DbConnection, slug: &str) -> Result<Study> {
     studies::load(conn, slug)?.ok_or_else(|| invalid(format!("no study {slug:?}")))
 }
 
-fn set_named(conn: &mut DbConnection, name: &str) -> Result<SituationSetId, SetupError> {
+fn set_named(conn: &mut DbConnection, name: &str) -> Result<SituationSetId> {
     situations::find_set(conn, name)?.ok_or_else(|| {
         invalid(format!(
             "no situation set {name:?} (import it with `emotionbench import situations … --set {name}`)"
@@ -73,7 +57,7 @@ fn select(
     study: &Study,
     selection: &Selection,
     instrument: &Instrument,
-) -> Result<(Option<SituationSetId>, Vec<StoredSituation>), SetupError> {
+) -> Result<(Option<SituationSetId>, Vec<StoredSituation>), Error> {
     let set = match selection {
         Selection::Tested => Some(set_named(conn, TESTED_SET)?),
         Selection::Set(name) => Some(set_named(conn, name)?),
@@ -107,7 +91,7 @@ fn instrument_for(
     conn: &mut DbConnection,
     study: &Study,
     key: Option<&str>,
-) -> Result<(InstrumentId, Instrument), SetupError> {
+) -> Result<(InstrumentId, Instrument)> {
     match key {
         Some(key) => instruments::load(conn, key)?.ok_or_else(|| {
             invalid(format!(
@@ -150,12 +134,14 @@ pub struct Created {
     pub scale_emotion: Option<&'static str>,
 }
 
-/// Creates a run with all its trials (one transaction) and records the provider's config.
-pub fn create_run(
+/// Creates a run with all its trials and records the provider's config and the audit entry, in
+/// one transaction.
+pub fn create(
     conn: &mut DbConnection,
     settings: &Settings,
     req: &RunRequest,
-) -> Result<Created, SetupError> {
+    actor: &audit::Actor,
+) -> Result<Created> {
     let provider = settings.provider(&req.provider).map_err(invalid)?;
     if req.model.trim().is_empty() {
         return Err(invalid("the model name is empty"));
@@ -219,8 +205,23 @@ pub fn create_run(
             .map_err(|_| invalid("too many default repeats"))?,
         seed: seed as i64,
     };
-    runs::upsert_provider(conn, provider)?;
-    let run = runs::create(conn, &new, &trials)?;
+    let run = conn.write_transaction(|conn| {
+        runs::upsert_provider(conn, provider)?;
+        let run = runs::create(conn, &new, &trials)?;
+        audit::record(
+            conn,
+            actor,
+            "run.create",
+            Some(&run.0.to_string()),
+            Some(&serde_json::json!({
+                "study": req.study,
+                "provider": req.provider,
+                "model": req.model,
+                "trials": trials.len(),
+            })),
+        )?;
+        Ok::<_, Error>(run)
+    })?;
     let whole_set = matches!(
         req.selection,
         Selection::All | Selection::Tested | Selection::Set(_)
@@ -233,6 +234,62 @@ pub fn create_run(
             .target_emotion()
             .filter(|_| whole_set && req.repeats > 0),
         instrument: instrument.key,
+    })
+}
+
+/// A change of a run's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAction {
+    /// Stop claiming new trials (trials in flight finish).
+    Pause,
+    /// Queue a paused, interrupted, failed or cancelled run again.
+    Resume,
+    /// Its pending trials are never sent.
+    Cancel,
+}
+
+impl RunAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunAction::Pause => "pause",
+            RunAction::Resume => "resume",
+            RunAction::Cancel => "cancel",
+        }
+    }
+
+    /// `pause`, `resume` or `cancel`.
+    pub fn parse(s: &str) -> Option<RunAction> {
+        [RunAction::Pause, RunAction::Resume, RunAction::Cancel]
+            .into_iter()
+            .find(|a| a.as_str() == s)
+    }
+}
+
+/// Pauses, resumes or cancels run `id` and records it in the audit log, in one transaction.
+/// A run that does not exist is [`Error::NoRun`].
+pub fn change(
+    conn: &mut DbConnection,
+    id: RunId,
+    action: RunAction,
+    actor: &audit::Actor,
+) -> Result<runs::Run> {
+    conn.write_transaction(|conn| {
+        if runs::get(conn, id)?.is_none() {
+            return Err(Error::NoRun(id.0));
+        }
+        let run = match action {
+            RunAction::Pause => runs::pause(conn, id)?,
+            RunAction::Resume => runs::resume(conn, id)?,
+            RunAction::Cancel => runs::cancel(conn, id)?,
+        };
+        audit::record(
+            conn,
+            actor,
+            &format!("run.{}", action.as_str()),
+            Some(&id.0.to_string()),
+            None,
+        )?;
+        Ok(run)
     })
 }
 
@@ -253,10 +310,7 @@ pub struct PromptRequest {
 }
 
 /// The exact messages of one trial.
-pub fn prompt_messages(
-    conn: &mut DbConnection,
-    req: &PromptRequest,
-) -> Result<Vec<ChatMessage>, SetupError> {
+pub fn prompt_messages(conn: &mut DbConnection, req: &PromptRequest) -> Result<Vec<ChatMessage>> {
     let template = resolve_template(&req.template)?;
     let study = study(conn, &req.study)?;
     let (_, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;

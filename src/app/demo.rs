@@ -1,0 +1,264 @@
+//! The demo and the generated fixtures: the embedded default's study and admin, and the
+//! generated studies and model runs of the benchmarks and tests.
+
+use super::error::Result;
+use crate::auth::password;
+use crate::domain::demo::demo_study;
+use crate::domain::study::{StudyConfig, StudyStatus};
+use crate::store::{
+    self, DbConnection, StoreError, audit, instruments, situations, studies, users,
+};
+
+/// What loading the demo did.
+#[derive(Debug, Clone)]
+pub struct DemoSetup {
+    pub study_slug: String,
+    pub study_created: bool,
+    /// Set only when the admin account was created now: the password is shown once.
+    pub admin: Option<(String, String)>,
+}
+
+pub const DEMO_ADMIN_EMAIL: &str = "admin@localhost";
+
+/// Loads the demo study once, and creates an admin with a random password when there is none.
+pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
+    let demo = demo_study();
+    let study_created = conn.write_transaction(|conn| {
+        if store::studies::find(conn, demo.slug)?.is_some() {
+            return Ok::<_, StoreError>(false);
+        }
+        let instrument = instruments::ensure_builtin(conn)?;
+        situations::import(
+            conn,
+            demo.situation_set,
+            "demo (written by the emotionbench team)",
+            &demo.situations,
+        )?;
+        let set = situations::find_set(conn, demo.situation_set)?
+            .ok_or_else(|| StoreError::Corrupt("demo set vanished".into()))?;
+        let mut config = StudyConfig::new(demo.slug, demo.title);
+        config.consent_text = demo.consent_text.to_owned();
+        config.debrief_text = demo.debrief_text.to_owned();
+        config.target_per_situation = 5;
+        config.min_situation_seconds = 5;
+        let seed = rand::random::<u32>() as i64;
+        studies::create(
+            conn,
+            &config,
+            StudyStatus::Open,
+            studies::Sources::new(instrument, Some(set)),
+            seed,
+        )?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "study.create",
+            Some(demo.slug),
+            None,
+        )?;
+        Ok(true)
+    })?;
+    let admin = if users::count_admins(conn).map_err(StoreError::from)? == 0 {
+        let secret = password::random_secret(20);
+        let hash = password::hash(&secret)?;
+        conn.write_transaction(|conn| {
+            users::create(conn, DEMO_ADMIN_EMAIL, &hash, users::Role::Admin)?;
+            audit::record(
+                conn,
+                &audit::Actor::Cli,
+                "user.create",
+                Some(DEMO_ADMIN_EMAIL),
+                None,
+            )?;
+            Ok::<_, StoreError>(())
+        })?;
+        Some((DEMO_ADMIN_EMAIL.to_owned(), secret))
+    } else {
+        None
+    };
+    Ok(DemoSetup {
+        study_slug: demo.slug.to_owned(),
+        study_created,
+        admin,
+    })
+}
+
+/// Creates a closed study `slug` over the demo situations with `participants` completed
+/// participants with seeded random answers: the fixture of the export tests and benchmark.
+/// Inserts in transactions of 1,000 participants, so memory stays small at any size.
+pub fn generate_study(
+    conn: &mut DbConnection,
+    slug: &str,
+    participants: usize,
+    seed: u64,
+) -> Result<store::StudyId> {
+    use rand::{Rng, SeedableRng};
+    let demo = demo_study();
+    let set_name = format!("{slug}-situations");
+    let study = conn.write_transaction(|conn| {
+        let instrument = instruments::ensure_builtin(conn)?;
+        situations::import(conn, &set_name, "generated", &demo.situations)?;
+        let set = situations::find_set(conn, &set_name)?
+            .ok_or_else(|| StoreError::Corrupt("generated set vanished".into()))?;
+        let config = StudyConfig::new(slug, "Generated study");
+        studies::create(
+            conn,
+            &config,
+            StudyStatus::Closed,
+            studies::Sources::new(instrument, Some(set)),
+            seed as i64,
+        )
+    })?;
+    let set = situations::find_set(conn, &set_name)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| StoreError::Corrupt("generated set vanished".into()))?;
+    let ids: Vec<i64> = situations::list(conn, set)
+        .map_err(StoreError::from)?
+        .into_iter()
+        .map(|s| s.id.0)
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let t = store::now();
+    let mut done = 0;
+    while done < participants {
+        let n = (participants - done).min(1000);
+        let batch: Vec<store::cohorts::NewCompleted> = (0..n)
+            .map(|i| {
+                let k = done + i;
+                let mut answers = |lo: i32| (0..20).map(|_| rng.random_range(lo..=5)).collect();
+                store::cohorts::NewCompleted {
+                    public_id: format!("{slug}-{k:07}"),
+                    prolific_pid: Some(format!("PID{k:07}")),
+                    source_ref: None,
+                    imported: false,
+                    situation_id: ids.get(k % ids.len().max(1)).copied(),
+                    demographics: Some(
+                        serde_json::json!({"gender": if k % 2 == 0 { "Female" } else { "Male" },
+                            "year_of_birth": (1950 + k % 50).to_string(),
+                            "country": "United Kingdom, \"Great\" Britain",
+                            "employment_status": "Employed",
+                            "education": "University - Bachelors"})
+                        .to_string(),
+                    ),
+                    default_answers: answers(1),
+                    evoked_answers: answers(2),
+                    created_at: t - chrono::Duration::seconds(600),
+                    completed_at: Some(t),
+                }
+            })
+            .collect();
+        conn.write_transaction(|conn| store::cohorts::insert_completed(conn, study.0, &batch))?;
+        done += n;
+    }
+    Ok(study)
+}
+
+/// Adds `models` imported runs (`model-1` …) of `trials` trials each to the generated study
+/// `slug`: 50 default-measure trials, the rest evoked over the study's situations in turn,
+/// seeded random answers, one in a hundred failed. The fixture of the report benchmark.
+pub fn generate_model_runs(
+    conn: &mut DbConnection,
+    slug: &str,
+    models: usize,
+    trials: usize,
+    seed: u64,
+) -> Result<()> {
+    use rand::{Rng, SeedableRng};
+    let study = studies::load(conn, slug)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| StoreError::Conflict(format!("there is no study {slug:?}")))?;
+    let set = study
+        .situation_set_id
+        .ok_or_else(|| StoreError::Conflict(format!("study {slug:?} has no situation set")))?;
+    let situations: Vec<(i64, String)> = situations::list(conn, store::SituationSetId(set))
+        .map_err(StoreError::from)?
+        .into_iter()
+        .map(|s| (s.id.0, s.situation.key))
+        .collect();
+    if situations.is_empty() {
+        return Err(StoreError::Conflict(format!("study {slug:?} has no situations")).into());
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let order = serde_json::to_string(&(1..=20).collect::<Vec<u32>>())
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    for m in 0..models {
+        let name = format!("model-{}", m + 1);
+        let rows: Vec<store::model_runs::NewImportedTrial> = (0..trials)
+            .map(|k| {
+                let (measure, situation_id, key, repeat) = if k < 50 {
+                    ("default", None, "General".to_owned(), k)
+                } else {
+                    let j = k - 50;
+                    let (id, key) = &situations[j % situations.len()];
+                    ("evoked", Some(*id), key.clone(), j / situations.len())
+                };
+                let lo = if measure == "default" { 1 } else { 2 };
+                let answers: Vec<i32> = (0..20).map(|_| rng.random_range(lo..=5)).collect();
+                let scores = if rng.random_range(0..100) == 0 {
+                    Err("generated failure".to_owned())
+                } else {
+                    serde_json::to_string(&answers).map_err(|e| e.to_string())
+                };
+                store::model_runs::NewImportedTrial {
+                    measure,
+                    situation_id,
+                    situation_key: key,
+                    repeat_index: i32::try_from(repeat).unwrap_or(i32::MAX),
+                    item_order: order.clone(),
+                    request: String::new(),
+                    raw_reply: String::new(),
+                    scores,
+                }
+            })
+            .collect();
+        conn.write_transaction(|conn| {
+            store::model_runs::insert_imported(
+                conn,
+                &store::model_runs::NewImportedRun {
+                    study_id: study.id,
+                    model: &name,
+                    instrument_id: study.instrument_id,
+                    situation_set_id: Some(set),
+                    selection: "{\"generated\":true}".to_owned(),
+                    repeats: 1,
+                    default_repeats: 50,
+                },
+                &rows,
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Creates the open study `slug` for load tests (the demo situations, PANAS, shuffled items,
+/// no minimum reading time, `target` completed participants wanted per situation). Returns
+/// false, changing nothing, when the study exists already.
+pub fn prepare_bench_study(conn: &mut DbConnection, slug: &str, target: i32) -> Result<bool> {
+    let demo = demo_study();
+    conn.write_transaction(|conn| {
+        if situations::find_set(conn, demo.situation_set)?.is_none() {
+            situations::import(conn, demo.situation_set, "demo", &demo.situations)?;
+        }
+        let set = situations::find_set(conn, demo.situation_set)?
+            .ok_or_else(|| StoreError::Corrupt("the demo situation set vanished".into()))?;
+        let instrument = instruments::ensure_builtin(conn)?;
+        if studies::find(conn, slug)?.is_some() {
+            return Ok(false);
+        }
+        let mut c = StudyConfig::new(slug, "Load test");
+        c.consent_text = "A load test study.".into();
+        c.debrief_text = "Thank you.".into();
+        c.target_per_situation = target;
+        c.min_situation_seconds = 0;
+        c.code_completed = Some("BENCHDONE".into());
+        studies::create(
+            conn,
+            &c,
+            StudyStatus::Open,
+            studies::Sources::new(instrument, Some(set)),
+            7,
+        )?;
+        audit::record(conn, &audit::Actor::Cli, "study.create", Some(slug), None)?;
+        Ok(true)
+    })
+}

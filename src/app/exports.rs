@@ -1,0 +1,164 @@
+//! Exports (CSV and fine-tuning JSONL) and the train/test split they read, each with its
+//! audit entry.
+
+use super::error::{Error, Result};
+use crate::store::{self, DbConnection, StoreError, audit, studies};
+
+/// The export files: three CSVs of a study, and the fine-tuning JSONL of one side of its split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportKind {
+    /// One row per participant x phase x item.
+    Long,
+    /// One row per participant.
+    Wide,
+    /// Every column of long and wide: label, type, allowed values, meaning.
+    Codebook,
+    /// Fine-tuning JSONL from one side of the study's split (see `emotionbench split`).
+    Finetune,
+}
+
+impl ExportKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportKind::Long => "long",
+            ExportKind::Wide => "wide",
+            ExportKind::Codebook => "codebook",
+            ExportKind::Finetune => "finetune",
+        }
+    }
+}
+
+/// Streams one export of the study `slug` into `out` and records it in the audit log.
+pub fn export(
+    conn: &mut DbConnection,
+    slug: &str,
+    kind: ExportKind,
+    filter: store::cohorts::StatusFilter,
+    actor: &audit::Actor,
+    out: impl std::io::Write,
+) -> Result<crate::export::ExportStats> {
+    let study = studies::find(conn, slug)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
+    let stats = match kind {
+        ExportKind::Long => crate::export::write_long(conn, study.id, filter, out)?,
+        ExportKind::Wide => crate::export::write_wide(conn, study.id, filter, out)?,
+        ExportKind::Codebook => crate::export::write_codebook(conn, study.id, out)?,
+        // Its records come from a split side in a format: `export_finetune` takes both.
+        ExportKind::Finetune => {
+            return Err(super::error::invalid(
+                "the fine-tuning export needs a split side and a format: use export_finetune",
+            ));
+        }
+    };
+    audit::record(
+        conn,
+        actor,
+        &format!("export.{}", kind.as_str()),
+        Some(slug),
+        Some(&serde_json::json!({"rows": stats.rows, "participants": stats.participants})),
+    )
+    .map_err(StoreError::from)?;
+    Ok(stats)
+}
+
+/// A recorded split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitOutcome {
+    pub train: usize,
+    pub test: usize,
+    pub strata: usize,
+}
+
+/// Splits the completed participants of study `slug` into train and test (`test` of them),
+/// stratified by situation and seeded (`domain::split`), and records it in `participants.split`
+/// and the audit log (with the seed). Running it again with the same seed gives the same split.
+pub fn split_study(
+    conn: &mut DbConnection,
+    slug: &str,
+    test: usize,
+    seed: u64,
+) -> Result<SplitOutcome> {
+    use crate::domain::split::{Member, Side, assign};
+    conn.write_transaction(|conn| {
+        let study = studies::load(conn, slug)?
+            .ok_or_else(|| StoreError::Conflict(format!("there is no study {slug:?}")))?;
+        let members: Vec<Member> = store::cohorts::completed_strata(conn, study.id)?
+            .into_iter()
+            .map(|(id, key)| Member {
+                id,
+                stratum: key.unwrap_or_default(),
+            })
+            .collect();
+        let strata = members
+            .iter()
+            .map(|m| m.stratum.as_str())
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        let assignment = assign(&members, test, seed).map_err(StoreError::Conflict)?;
+        store::cohorts::record_split(conn, study.id, &assignment)?;
+        let test = assignment.iter().filter(|a| a.1 == Side::Test).count();
+        let outcome = SplitOutcome {
+            train: assignment.len() - test,
+            test,
+            strata,
+        };
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "split",
+            Some(slug),
+            Some(&serde_json::json!({
+                "seed": seed,
+                "test": outcome.test,
+                "train": outcome.train,
+                "strata": strata,
+                "stratified_by": "situation",
+            })),
+        )?;
+        Ok(outcome)
+    })
+}
+
+/// Writes the fine-tuning JSONL of one side of study `slug`'s split (see `export::finetune`)
+/// and records the export in the audit log.
+pub fn export_finetune(
+    conn: &mut DbConnection,
+    slug: &str,
+    side: crate::domain::split::Side,
+    format: crate::export::finetune::FinetuneFormat,
+    actor: &audit::Actor,
+    out: impl std::io::Write,
+) -> Result<crate::export::ExportStats> {
+    let study = studies::load(conn, slug)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
+    let stats = crate::export::finetune::write_finetune(
+        conn,
+        study.id,
+        study.instrument_id,
+        side,
+        format,
+        out,
+    )?;
+    if stats.participants == 0 {
+        return Err(Error::Store(StoreError::Conflict(format!(
+            "no completed participant of study {slug} is on the {} side of a split (run \
+             `emotionbench split --study {slug} --test N --seed S` first)",
+            side.as_str()
+        ))));
+    }
+    audit::record(
+        conn,
+        actor,
+        "export.finetune",
+        Some(slug),
+        Some(&serde_json::json!({
+            "split": side.as_str(),
+            "records": stats.rows,
+            "participants": stats.participants,
+        })),
+    )
+    .map_err(StoreError::from)?;
+    Ok(stats)
+}

@@ -1,0 +1,421 @@
+//! Imports: read a file, parse it with the pure domain importers, store it in one transaction
+//! with its audit entry.
+
+use std::path::Path;
+
+use super::error::{Error, Result};
+use crate::auth::password;
+use crate::domain::ImportError;
+use crate::domain::instrument::parse_questionnaires_json;
+use crate::domain::situation::{SituationFormat, parse_situations};
+use crate::domain::study::{StudyConfig, StudyStatus};
+use crate::store::{self, DbConnection, StoreError, audit, instruments, situations, studies};
+
+fn read(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    String::from_utf8(bytes).map_err(|e| Error::Import {
+        path: path.to_owned(),
+        error: ImportError::new(
+            format!("byte {}", e.utf8_error().valid_up_to()),
+            "the file is not UTF-8 text",
+        ),
+    })
+}
+
+/// The default set name: the file's stem (`situations.json` and `situations.csv` are one set).
+pub fn default_set_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "situations".into())
+}
+
+pub fn import_situations(
+    conn: &mut DbConnection,
+    path: &Path,
+    set: Option<&str>,
+) -> Result<(SituationFormat, situations::ImportSummary), Error> {
+    let text = read(path)?;
+    let file = parse_situations(&text).map_err(|error| Error::Import {
+        path: path.to_owned(),
+        error,
+    })?;
+    let set = set
+        .map(str::to_owned)
+        .unwrap_or_else(|| default_set_name(path));
+    let source = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let summary = conn
+        .write_transaction(|conn| {
+            let summary = situations::import(conn, &set, &source, &file.situations)?;
+            audit::record(
+                conn,
+                &audit::Actor::Cli,
+                "import.situations",
+                Some(&set),
+                Some(
+                    &serde_json::json!({"file": source, "situations": summary.situations.total()}),
+                ),
+            )?;
+            Ok::<_, StoreError>(summary)
+        })
+        .map_err(|error| Error::Rejected {
+            path: path.to_owned(),
+            error,
+        })?;
+    Ok((file.format, summary))
+}
+
+pub fn import_instruments(
+    conn: &mut DbConnection,
+    path: &Path,
+) -> Result<Vec<(String, instruments::Outcome)>, Error> {
+    let text = read(path)?;
+    let list = parse_questionnaires_json(&text).map_err(|error| Error::Import {
+        path: path.to_owned(),
+        error,
+    })?;
+    let source = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    conn.write_transaction(|conn| {
+        let outcomes = instruments::import(conn, &list)?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "import.instruments",
+            None,
+            Some(&serde_json::json!({"file": source, "instruments": outcomes.len()})),
+        )?;
+        Ok::<_, StoreError>(outcomes)
+    })
+    .map_err(|error| Error::Rejected {
+        path: path.to_owned(),
+        error,
+    })
+}
+
+/// What `import humans` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HumansImport {
+    pub study: String,
+    pub study_created: bool,
+    pub in_file: usize,
+    pub created: usize,
+    /// Participants with the same `source_ref` imported before: kept as they are.
+    pub already_present: usize,
+}
+
+/// The situation set a study created by `import humans` uses when none is named.
+pub const HUMANS_DEFAULT_SET: &str = "tested-175";
+
+/// Reads the `Raw` sheet of an xlsx workbook into a grid of cell texts at their real positions.
+fn read_xlsx_sheet(path: &Path, sheet: &str) -> Result<Vec<Vec<String>>> {
+    use calamine::{Data, Reader, Xlsx, open_workbook};
+    let invalid = |reason: String| Error::Import {
+        path: path.to_owned(),
+        error: ImportError::new(format!("sheet {sheet}"), reason),
+    };
+    let mut book: Xlsx<_> = open_workbook(path).map_err(|e| Error::Import {
+        path: path.to_owned(),
+        error: ImportError::new("file", format!("not a readable xlsx workbook: {e}")),
+    })?;
+    let range = book
+        .worksheet_range(sheet)
+        .map_err(|e| invalid(format!("cannot read the sheet: {e}")))?;
+    let (r0, c0) = range.start().unwrap_or((0, 0));
+    let (r0, c0) = (r0 as usize, c0 as usize);
+    let mut grid = vec![Vec::new(); r0];
+    for row in range.rows() {
+        let mut cells = vec![String::new(); c0];
+        cells.extend(row.iter().map(|d| match d {
+            Data::Empty => String::new(),
+            Data::String(s) => s.clone(),
+            Data::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", *f as i64),
+            Data::Int(i) => i.to_string(),
+            other => other.to_string(),
+        }));
+        grid.push(cells);
+    }
+    Ok(grid)
+}
+
+/// Imports the published human data (`crowd.xlsx`, sheet `Raw`, or the derived
+/// one-row-per-participant CSV) as completed, imported participants of `study`.
+///
+/// When the study does not exist it is created, closed, with the built-in PANAS and the
+/// situation set `set` (default `tested-175`), which must have been imported already. Every
+/// participant's situation must be in the study's set. Idempotent: participants whose
+/// `source_ref` is already in the study are kept and counted, not duplicated. One transaction.
+pub fn import_humans(
+    conn: &mut DbConnection,
+    path: &Path,
+    study: &str,
+    set: Option<&str>,
+) -> Result<HumansImport, Error> {
+    use crate::domain::humans;
+    use crate::store::cohorts;
+    let is_xlsx = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("xlsx"));
+    let file_name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let grid = if is_xlsx {
+        Some(read_xlsx_sheet(path, "Raw")?)
+    } else {
+        None
+    };
+    let text = if is_xlsx { None } else { Some(read(path)?) };
+    let rejected = |error: StoreError| Error::Rejected {
+        path: path.to_owned(),
+        error,
+    };
+    conn.write_transaction(|conn| {
+        let (study_row, study_created) = match studies::load(conn, study)? {
+            Some(s) => (s, false),
+            None => {
+                let set_name = set.unwrap_or(HUMANS_DEFAULT_SET);
+                let set_id = situations::find_set(conn, set_name)?.ok_or_else(|| {
+                    StoreError::Conflict(format!(
+                        "there is no study {study:?}, and no situation set {set_name:?} to create \
+                         it with: import the tested situations first (emotionbench import \
+                         situations test_situations_175.csv --set {set_name}) or name another \
+                         set with --set"
+                    ))
+                })?;
+                let instrument = instruments::ensure_builtin(conn)?;
+                let mut config = StudyConfig::new(study, "EmotionBench published human data");
+                config.shuffle_items = false;
+                studies::create(
+                    conn,
+                    &config,
+                    StudyStatus::Closed,
+                    studies::Sources::new(instrument, Some(set_id)),
+                    0,
+                )?;
+                let row = studies::load(conn, study)?
+                    .ok_or_else(|| StoreError::Corrupt("new study vanished".into()))?;
+                (row, true)
+            }
+        };
+        let instrument = instruments::get(conn, store::InstrumentId(study_row.instrument_id))?;
+        let records = match (&grid, &text) {
+            (Some(grid), _) => humans::parse_crowd_sheet(grid, &instrument),
+            (None, Some(text)) => humans::parse_csv(text, &instrument),
+            (None, None) => Err(ImportError::new("file", "nothing to read")),
+        }
+        .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
+        let set_id = study_row
+            .situation_set_id
+            .ok_or_else(|| StoreError::Conflict(format!("study {study} has no situation set")))?;
+        let keys: std::collections::HashMap<String, i64> =
+            situations::list(conn, store::SituationSetId(set_id))?
+                .into_iter()
+                .map(|s| (s.situation.key, s.id.0))
+                .collect();
+        let existing = cohorts::imported_refs(conn, study_row.id)?;
+        let t = store::now();
+        let mut new = Vec::new();
+        for r in &records {
+            if existing.contains(&r.source_ref) {
+                continue;
+            }
+            let situation = keys.get(&r.situation_key).ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "{}: situation {} ({}) is not in the study's situation set",
+                    r.source_ref, r.upstream_situation, r.situation_key
+                ))
+            })?;
+            let demographics: serde_json::Map<String, serde_json::Value> = r
+                .demographics
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect();
+            new.push(cohorts::NewCompleted {
+                public_id: password::random_secret(24),
+                prolific_pid: None,
+                source_ref: Some(r.source_ref.clone()),
+                imported: true,
+                situation_id: Some(*situation),
+                demographics: Some(serde_json::Value::Object(demographics).to_string()),
+                default_answers: r.before.clone(),
+                evoked_answers: r.after.clone(),
+                created_at: t,
+                completed_at: None,
+            });
+        }
+        let created = cohorts::insert_completed(conn, study_row.id, &new)?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "import.humans",
+            Some(study),
+            Some(&serde_json::json!({"file": file_name, "created": created})),
+        )?;
+        Ok::<_, StoreError>(HumansImport {
+            study: study.to_owned(),
+            study_created,
+            in_file: records.len(),
+            created,
+            already_present: records.len() - created,
+        })
+    })
+    .map_err(rejected)
+}
+
+/// What `import model-results` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ModelResultsImport {
+    pub run_id: i64,
+    pub model: String,
+    /// The instrument the answers were read against.
+    pub instrument: String,
+    /// Earlier imports of the same model and instrument into the study, replaced by this one.
+    pub replaced: usize,
+    pub default_done: usize,
+    pub default_failed: usize,
+    pub evoked_done: usize,
+    pub evoked_failed: usize,
+}
+
+/// Imports an upstream `<model>-<SCALE>-testing.csv` (PANAS or one of the eight challenging
+/// scales, read against `instrument` or the study's own) as a completed run with source `import`:
+/// one trial per column, `done` with its scores or `failed` (error class `parse`) when the
+/// column is empty, not numbers or out of range. Re-importing the same model and instrument into
+/// the same study replaces the earlier import (so it is idempotent). Every evoked situation must be in the study's set.
+pub fn import_model_results(
+    conn: &mut DbConnection,
+    path: &Path,
+    study: &str,
+    model: &str,
+    instrument: Option<&str>,
+) -> Result<ModelResultsImport, Error> {
+    use crate::domain::model_results::{Measure, parse_results_csv};
+    use crate::store::model_runs;
+    let text = read(path)?;
+    let file_name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rejected = |error: StoreError| Error::Rejected {
+        path: path.to_owned(),
+        error,
+    };
+    conn.write_transaction(|conn| {
+        let study_row = studies::load(conn, study)?
+            .ok_or_else(|| StoreError::Conflict(format!("there is no study {study:?}")))?;
+        // The answers' instrument: --instrument, else the study's own. A run records its
+        // instrument, so a PANAS study can hold imported runs on the eight other scales.
+        let (instrument_id, instrument) = match instrument {
+            Some(key) => instruments::load(conn, key)?.ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "there is no instrument {key:?} (import questionnaires.json with \
+                     `emotionbench import instruments` first)"
+                ))
+            })?,
+            None => {
+                let id = store::InstrumentId(study_row.instrument_id);
+                (id, instruments::get(conn, id)?)
+            }
+        };
+        let trials = parse_results_csv(&text, &instrument)
+            .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
+        let keys: std::collections::HashMap<String, i64> = match study_row.situation_set_id {
+            Some(set) => situations::list(conn, store::SituationSetId(set))?
+                .into_iter()
+                .map(|s| (s.situation.key, s.id.0))
+                .collect(),
+            None => Default::default(),
+        };
+        let order = serde_json::to_string(&(1..=instrument.items.len() as u32).collect::<Vec<_>>())
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut rows = Vec::with_capacity(trials.len());
+        let mut result = ModelResultsImport {
+            run_id: 0,
+            model: model.to_owned(),
+            instrument: instrument.key.clone(),
+            replaced: 0,
+            default_done: 0,
+            default_failed: 0,
+            evoked_done: 0,
+            evoked_failed: 0,
+        };
+        let (mut repeats, mut default_repeats) = (0, 0);
+        for t in &trials {
+            let situation_id = match t.measure {
+                Measure::Default => None,
+                Measure::Evoked => Some(*keys.get(&t.situation_key).ok_or_else(|| {
+                    StoreError::Conflict(format!(
+                        "column {}: situation {} is not in the study's situation set",
+                        t.column, t.situation_key
+                    ))
+                })?),
+            };
+            let repeat = i32::try_from(t.repeat).unwrap_or(i32::MAX);
+            match (t.measure, t.scores.is_ok()) {
+                (Measure::Default, true) => result.default_done += 1,
+                (Measure::Default, false) => result.default_failed += 1,
+                (Measure::Evoked, true) => result.evoked_done += 1,
+                (Measure::Evoked, false) => result.evoked_failed += 1,
+            }
+            match t.measure {
+                Measure::Default => default_repeats = default_repeats.max(repeat + 1),
+                Measure::Evoked => repeats = repeats.max(repeat + 1),
+            }
+            rows.push(model_runs::NewImportedTrial {
+                measure: t.measure.as_str(),
+                situation_id,
+                situation_key: t.situation_key.clone(),
+                repeat_index: repeat,
+                item_order: order.clone(),
+                request: t.text.clone(),
+                raw_reply: serde_json::to_string(&t.cells)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                scores: match &t.scores {
+                    Ok(s) => {
+                        Ok(serde_json::to_string(s)
+                            .map_err(|e| StoreError::Corrupt(e.to_string()))?)
+                    }
+                    Err(e) => Err(format!("{}: {e}", t.column)),
+                },
+            });
+        }
+        let old = model_runs::imported_runs(conn, study_row.id, model, instrument_id.0)?;
+        model_runs::delete_runs(conn, &old)?;
+        result.replaced = old.len();
+        result.run_id = model_runs::insert_imported(
+            conn,
+            &model_runs::NewImportedRun {
+                study_id: study_row.id,
+                model,
+                instrument_id: instrument_id.0,
+                situation_set_id: study_row.situation_set_id,
+                selection: serde_json::json!({"imported_from": file_name}).to_string(),
+                repeats,
+                default_repeats,
+            },
+            &rows,
+        )?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "import.model-results",
+            Some(study),
+            Some(&serde_json::json!({
+                "file": file_name,
+                "model": model,
+                "instrument": instrument.key,
+                "run": result.run_id,
+            })),
+        )?;
+        Ok::<_, StoreError>(result)
+    })
+    .map_err(rejected)
+}

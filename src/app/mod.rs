@@ -1,0 +1,14 @@
+//! The use cases: one module per area, one function per use case, each with typed input,
+//! running its transaction and writing its audit entry. The command line (`src/cli/`) and the
+//! web handlers (`admin/`, `survey/`) call these, and nothing below them, for writes.
+
+pub mod accounts;
+pub mod demo;
+pub mod error;
+pub mod exports;
+pub mod imports;
+pub mod report;
+pub mod runs;
+pub mod studies;
+
+pub use error::{Error, Result};

@@ -1,0 +1,341 @@
+//! The alignment report: read a study's completed participants and model trials, score them
+//! and compute the statistics (`domain::report`).
+
+use super::error::{Error, Result};
+use std::collections::HashMap;
+
+use crate::domain::instrument::{Convention, Instrument};
+use crate::domain::report::{
+    Factor, HumanObservation, Inputs, Layout, Measure, Mode, ModelInput, Report, Trial, build,
+};
+use crate::store::report::TrialFilter;
+use crate::store::studies::Study;
+use crate::store::{self, DbConnection, InstrumentId, instruments, runs, situations, studies};
+
+/// Which models a report includes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSelection {
+    All,
+    Only(Vec<String>),
+}
+
+impl std::str::FromStr for ModelSelection {
+    type Err = String;
+    /// `all` or a comma-separated list of model names.
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim() == "all" || s.trim().is_empty() {
+            return Ok(ModelSelection::All);
+        }
+        Ok(ModelSelection::Only(
+            s.split(',')
+                .map(|m| m.trim().to_owned())
+                .filter(|m| !m.is_empty())
+                .collect(),
+        ))
+    }
+}
+
+/// What a report covers besides the statistical options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRequest {
+    pub study: String,
+    /// Model cohorts, by name (each pools all its runs on the instrument).
+    pub models: ModelSelection,
+    /// Instead of models: one cohort per run. With exactly two runs the report also compares
+    /// them (the prompt-variant comparison).
+    pub runs: Vec<i64>,
+    /// The instrument (key) the trials were answered on; default: the study's. Humans are
+    /// included only when it is the study's instrument (theirs).
+    pub instrument: Option<String>,
+    /// Only the humans on this side of the study's split (train/test).
+    pub split: Option<crate::domain::split::Side>,
+    pub options: crate::domain::report::Options,
+}
+
+/// α must be a number strictly between 0 and 1 (the command line's `--alpha` and the report
+/// page's `alpha` both read it so).
+pub fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!("α must be a number between 0 and 1, not {s:?}")),
+    }
+}
+
+impl ReportRequest {
+    /// All models, all humans, the study's instrument.
+    pub fn new(study: &str, options: crate::domain::report::Options) -> ReportRequest {
+        ReportRequest {
+            study: study.to_owned(),
+            models: ModelSelection::All,
+            runs: Vec::new(),
+            instrument: None,
+            split: None,
+            options,
+        }
+    }
+}
+
+/// Reads a study's completed participants and model trials, scores them and computes the
+/// alignment report (`domain::report`). Paper mode scores with the paper's convention, the
+/// default mode with the instrument authors' (identical for PANAS).
+pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report> {
+    let slug = request.study.as_str();
+    let options = request.options;
+    let study = studies::load(conn, slug)?.ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
+    let set = study
+        .situation_set_id
+        .ok_or_else(|| Error::NoSituationSet(slug.to_owned()))?;
+    let instrument_id = match &request.instrument {
+        None => InstrumentId(study.instrument_id),
+        Some(key) => {
+            instruments::load(conn, key)?
+                .ok_or_else(|| Error::NoInstrument(key.clone()))?
+                .0
+        }
+    };
+    let instrument = instruments::get(conn, instrument_id)?;
+    let humans_answer_it = instrument_id.0 == study.instrument_id;
+    let convention = match options.mode {
+        Mode::Paper => Convention::Paper,
+        Mode::Default => Convention::Authored,
+    };
+    let (layout, factor_of) = layout(conn, store::SituationSetId(set), &instrument)?;
+    let scorer = Scorer {
+        instrument: &instrument,
+        convention,
+    };
+    if request.split.is_some() && !store::report::has_split(conn, study.id)? {
+        return Err(Error::NoSplit(slug.to_owned()));
+    }
+    let humans = if humans_answer_it {
+        humans(conn, &study, request, &factor_of, &scorer)?
+    } else {
+        Vec::new()
+    };
+    let (cohort_names, filter) = cohorts(conn, &study, request, instrument_id, &instrument)?;
+    let models = model_inputs(
+        conn,
+        &study,
+        instrument_id,
+        cohort_names,
+        &filter,
+        &factor_of,
+        &scorer,
+    )?;
+    let humans_from = match (humans_answer_it, request.split) {
+        (false, _) => format!(
+            "no humans: they answered {}, not {}",
+            instruments::get(conn, InstrumentId(study.instrument_id))?.key,
+            instrument.key
+        ),
+        (true, None) => "all completed participants".to_owned(),
+        (true, Some(side)) => format!(
+            "the completed participants on the {} side of the study's split",
+            side.as_str()
+        ),
+    };
+    let compare = (request.runs.len() == 2).then_some((0, 1));
+    Ok(build(
+        &Inputs {
+            study: slug.to_owned(),
+            instrument: instrument.key.clone(),
+            scoring: instrument.scoring_note(convention),
+            humans_from,
+            layout,
+            humans,
+            models,
+            compare,
+        },
+        options,
+    ))
+}
+
+/// Scores answers on the report's instrument under its convention.
+struct Scorer<'a> {
+    instrument: &'a Instrument,
+    convention: Convention,
+}
+
+impl Scorer<'_> {
+    fn score(&self, answers: &[i32]) -> Option<Vec<f64>> {
+        self.instrument
+            .score(answers, self.convention)
+            .ok()
+            .map(|v| v.into_iter().map(|c| c.value).collect())
+    }
+}
+
+/// Emotions and factors in the set's file order (the paper's table order), and each
+/// situation's factor.
+fn layout(
+    conn: &mut DbConnection,
+    set: store::SituationSetId,
+    instrument: &Instrument,
+) -> Result<(Layout, HashMap<i64, usize>)> {
+    let mut layout = Layout {
+        categories: instrument
+            .categories
+            .iter()
+            .map(|c| c.name.clone())
+            .collect(),
+        emotions: Vec::new(),
+        factors: Vec::new(),
+    };
+    let mut factor_of: HashMap<i64, usize> = HashMap::new();
+    let mut factor_index: HashMap<(String, u32), usize> = HashMap::new();
+    for s in situations::list(conn, set)? {
+        let e = match layout
+            .emotions
+            .iter()
+            .position(|e| *e == s.situation.emotion)
+        {
+            Some(e) => e,
+            None => {
+                layout.emotions.push(s.situation.emotion.clone());
+                layout.emotions.len() - 1
+            }
+        };
+        let key = (s.situation.emotion.clone(), s.situation.factor_index);
+        let f = *factor_index.entry(key).or_insert_with(|| {
+            layout.factors.push(Factor {
+                emotion: e,
+                index: i32::try_from(s.situation.factor_index).unwrap_or(i32::MAX),
+                name: s.situation.factor_name.clone(),
+            });
+            layout.factors.len() - 1
+        });
+        factor_of.insert(s.id.0, f);
+    }
+    Ok((layout, factor_of))
+}
+
+/// The humans' observations (only on their own instrument): rows come ordered by participant,
+/// phase, item.
+fn humans(
+    conn: &mut DbConnection,
+    study: &Study,
+    request: &ReportRequest,
+    factor_of: &HashMap<i64, usize>,
+    scorer: &Scorer,
+) -> Result<Vec<HumanObservation>> {
+    let split = request.split.map(|s| s.as_str());
+    let rows = store::report::completed_answers(conn, study.id, split)?;
+    let mut humans = Vec::new();
+    let mut i = 0;
+    while i < rows.len() {
+        let (pid, situation) = (rows[i].0, rows[i].1);
+        let (mut before, mut after) = (Vec::new(), Vec::new());
+        while i < rows.len() && rows[i].0 == pid {
+            match rows[i].2.as_str() {
+                "default" => before.push(rows[i].4),
+                "evoked" => after.push(rows[i].4),
+                _ => {}
+            }
+            i += 1;
+        }
+        let factor = situation.and_then(|s| factor_of.get(&s).copied());
+        if let (Some(factor), Some(before), Some(after)) =
+            (factor, scorer.score(&before), scorer.score(&after))
+        {
+            humans.push(HumanObservation {
+                factor,
+                before,
+                after,
+            });
+        }
+    }
+    Ok(humans)
+}
+
+/// The model cohorts: by model name, or one per requested run.
+fn cohorts(
+    conn: &mut DbConnection,
+    study: &Study,
+    request: &ReportRequest,
+    instrument_id: InstrumentId,
+    instrument: &Instrument,
+) -> Result<(Vec<String>, TrialFilter)> {
+    let slug = request.study.as_str();
+    if request.runs.is_empty() {
+        let have = store::report::models(conn, study.id, instrument_id.0)?;
+        let names = match &request.models {
+            ModelSelection::All => have.clone(),
+            ModelSelection::Only(list) => {
+                if let Some(m) = list.iter().find(|m| !have.contains(m)) {
+                    return Err(Error::UnknownModel {
+                        study: slug.to_owned(),
+                        model: m.clone(),
+                        have: if have.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            have.join(", ")
+                        },
+                    });
+                }
+                list.clone()
+            }
+        };
+        return Ok((names.clone(), TrialFilter::Models(names)));
+    }
+    let mut names = Vec::with_capacity(request.runs.len());
+    for &id in &request.runs {
+        let run = runs::get(conn, store::RunId(id))?
+            .filter(|r| r.study_id == Some(study.id))
+            .ok_or_else(|| Error::UnknownRun {
+                study: slug.to_owned(),
+                run: id,
+            })?;
+        if run.instrument_id != instrument_id.0 {
+            return Err(Error::RunInstrument {
+                run: id,
+                has: instruments::get(conn, InstrumentId(run.instrument_id))?.key,
+                wanted: instrument.key.clone(),
+            });
+        }
+        names.push(format!("{} [{}, run {id}]", run.model, run.template));
+    }
+    Ok((names, TrialFilter::Runs(request.runs.clone())))
+}
+
+/// The model cohorts' trials, scored.
+fn model_inputs(
+    conn: &mut DbConnection,
+    study: &Study,
+    instrument_id: InstrumentId,
+    cohort_names: Vec<String>,
+    filter: &TrialFilter,
+    factor_of: &HashMap<i64, usize>,
+    scorer: &Scorer,
+) -> Result<Vec<ModelInput>> {
+    let mut inputs: Vec<ModelInput> = cohort_names
+        .into_iter()
+        .map(|name| ModelInput {
+            name,
+            trials: Vec::new(),
+        })
+        .collect();
+    for row in store::report::trials(conn, study.id, instrument_id.0, filter)? {
+        let cohort = match filter {
+            TrialFilter::Models(names) => names.iter().position(|m| *m == row.model),
+            TrialFilter::Runs(ids) => ids.iter().position(|r| *r == row.run_id),
+        };
+        let Some(input) = cohort.and_then(|c| inputs.get_mut(c)) else {
+            continue;
+        };
+        let measure = match row.measure.as_str() {
+            "default" => Measure::Default,
+            _ => match row.situation.and_then(|s| Some((s, *factor_of.get(&s)?))) {
+                Some((situation, factor)) => Measure::Evoked { factor, situation },
+                None => continue,
+            },
+        };
+        let scores = match (row.status.as_str(), row.scores) {
+            ("done", Some(json)) => serde_json::from_str::<Vec<i32>>(&json)
+                .ok()
+                .and_then(|a| scorer.score(&a)),
+            _ => None,
+        };
+        input.trials.push(Trial { measure, scores });
+    }
+    Ok(inputs)
+}
