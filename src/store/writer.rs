@@ -42,12 +42,19 @@ impl Writer {
     /// Opens the connection (so a bad path fails now) and starts the thread. `None` for a
     /// Postgres URL.
     pub fn start(url: &str) -> Result<Option<Self>, DbError> {
+        Self::start_with(url, WAL_RESET_BYTES)
+    }
+
+    /// [`Writer::start`] with the WAL reset at `wal_reset_bytes` (tests use a small one).
+    fn start_with(url: &str, wal_reset_bytes: u64) -> Result<Option<Self>, DbError> {
         let url = DatabaseUrl::parse(url)?;
-        if !matches!(url, DatabaseUrl::Sqlite(_)) {
+        let DatabaseUrl::Sqlite(path) = &url else {
             return Ok(None);
-        }
+        };
+        // SQLite names the WAL after the database file.
+        let wal = std::path::PathBuf::from(format!("{path}-wal"));
         let manager = ConnectionManager::new(url);
-        let conn = open_writer(&manager)?;
+        let conn = open_writer(&manager, wal_reset_bytes)?;
         let checkpoints = manager.open()?;
         let (jobs, queue) = mpsc::channel::<Job>();
         let (alive, gone) = mpsc::channel::<()>();
@@ -58,13 +65,13 @@ impl Writer {
         };
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint(checkpoints, &gone))
+            .spawn(move || checkpoint(checkpoints, &wal, wal_reset_bytes, &gone))
             .map_err(thread_error)?;
         std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn(move || {
                 let _alive = alive; // the checkpointer stops when this thread does
-                serve(&manager, conn, &queue);
+                serve(&manager, wal_reset_bytes, conn, &queue);
             })
             .map_err(thread_error)?;
         Ok(Some(Self { jobs }))
@@ -97,27 +104,65 @@ impl Writer {
 /// How often the checkpointer copies committed pages from the WAL into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// The WAL's size past which the checkpointer resets it to empty (and the size the file is cut
+/// back to whenever SQLite itself rewinds it). Under continuous load a PASSIVE checkpoint never
+/// lets the WAL rewind: the writer appends while the checkpoint copies, so the WAL is never
+/// fully copied at the moment a transaction starts, and the file grew by ~34 MB/s for as long
+/// as the load lasted (10 GB in five minutes, issue #23). 64 MiB is about two seconds of
+/// the heaviest load measured here, so resets are rare and each has little left to copy.
+pub const WAL_RESET_BYTES: u64 = 64 * 1024 * 1024;
+
+/// How long a resetting checkpoint may wait for the writer and for readers. While it waits for
+/// readers it holds the write lock, so this bounds what it can add to a survey request; when the
+/// time runs out the checkpoint gives up (SQLITE_BUSY) and the next tick tries again.
+const RESET_WAIT_MS: u32 = 50;
+
 /// The writer's connection never checkpoints itself: a checkpoint writes pages back and syncs
 /// the file, and every survey request would wait behind it. The
 /// checkpointer thread does it beside the writer instead.
-fn open_writer(manager: &ConnectionManager) -> Result<DbConnection, DbError> {
+fn open_writer(manager: &ConnectionManager, wal_reset_bytes: u64) -> Result<DbConnection, DbError> {
     let mut conn = manager.open()?;
-    conn.batch_execute("PRAGMA wal_autocheckpoint = 0")
-        .map_err(DbError::Setup)?;
+    conn.batch_execute(&format!(
+        "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {wal_reset_bytes}"
+    ))
+    .map_err(DbError::Setup)?;
     Ok(conn)
 }
 
-/// PASSIVE checkpoints never block the writer (nor wait for it); run every
-/// [`CHECKPOINT_EVERY`] until the writer thread ends.
-fn checkpoint(mut conn: DbConnection, writer_gone: &mpsc::Receiver<()>) {
+/// Every [`CHECKPOINT_EVERY`] until the writer thread ends: a PASSIVE checkpoint, which never
+/// blocks the writer (nor waits for it) and copies what was committed so far; then, only when
+/// the WAL file has passed `reset_bytes` ([`WAL_RESET_BYTES`]), a TRUNCATE checkpoint, which takes the write
+/// lock for the little the passive one left, rewinds the WAL and cuts the file to zero bytes.
+/// The TRUNCATE waits at most [`RESET_WAIT_MS`] (its own connection's busy timeout).
+fn checkpoint(
+    mut conn: DbConnection,
+    wal: &std::path::Path,
+    reset_bytes: u64,
+    writer_gone: &mpsc::Receiver<()>,
+) {
+    if let Err(e) = conn.batch_execute(&format!("PRAGMA busy_timeout = {RESET_WAIT_MS}")) {
+        tracing::warn!(error = %e, "setting the checkpointer's busy timeout");
+    }
     while let Err(mpsc::RecvTimeoutError::Timeout) = writer_gone.recv_timeout(CHECKPOINT_EVERY) {
         if let Err(e) = conn.batch_execute("PRAGMA wal_checkpoint(PASSIVE)") {
             tracing::warn!(error = %e, "WAL checkpoint");
         }
+        let size = std::fs::metadata(wal).map_or(0, |m| m.len());
+        if size > reset_bytes {
+            // SQLITE_BUSY comes back as a row (busy = 1), not as an error: the next tick retries.
+            if let Err(e) = conn.batch_execute("PRAGMA wal_checkpoint(TRUNCATE)") {
+                tracing::warn!(error = %e, wal_bytes = size, "WAL reset");
+            }
+        }
     }
 }
 
-fn serve(manager: &ConnectionManager, mut conn: DbConnection, queue: &mpsc::Receiver<Job>) {
+fn serve(
+    manager: &ConnectionManager,
+    wal_reset_bytes: u64,
+    mut conn: DbConnection,
+    queue: &mpsc::Receiver<Job>,
+) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -149,7 +194,7 @@ fn serve(manager: &ConnectionManager, mut conn: DbConnection, queue: &mpsc::Rece
         // new one opens; dropping it afterwards would otherwise be the only release.
         let _ = conn.batch_execute("ROLLBACK");
         conn = loop {
-            match open_writer(manager) {
+            match open_writer(manager, wal_reset_bytes) {
                 Ok(c) => break c,
                 Err(e) => {
                     tracing::error!(error = %e, "reopening the writer's connection");
@@ -341,5 +386,59 @@ mod tests {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(count(&mut open(&url)), 1, "the next batch commits");
+    }
+
+    /// Issue #23: under continuous writes a PASSIVE checkpoint alone never let the WAL rewind,
+    /// so the file only ever grew, by everything written. With a 256 KiB reset size, writes
+    /// without a pause for five checkpoint ticks must see the file cut back while they go on,
+    /// and once they stop it must shrink to the reset size at most.
+    #[test]
+    fn the_wal_stays_bounded_under_continuous_writes_and_shrinks_after() {
+        block_on(bounded_wal());
+    }
+
+    async fn bounded_wal() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("w.db");
+        let url = format!("sqlite://{}", path.display());
+        open(&url)
+            .batch_execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let reset = 256 * 1024;
+        let writer = Writer::start_with(&url, reset)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("sqlite has a writer"));
+        let wal = dir.path().join("w.db-wal");
+        let wal_size = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let started = std::time::Instant::now();
+        let (mut largest, mut cut_back) = (0_u64, false);
+        while started.elapsed() < CHECKPOINT_EVERY * 5 {
+            writer
+                .run(|conn| {
+                    Ok(
+                        diesel::sql_query("INSERT INTO t (v) VALUES (printf('%.2000c', 'x'))")
+                            .execute(conn)?,
+                    )
+                })
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let size = wal_size();
+            cut_back |= size < largest;
+            largest = largest.max(size);
+        }
+        assert!(
+            largest > reset,
+            "the load never filled the WAL past {reset} bytes"
+        );
+        assert!(cut_back, "the WAL only grew under load, to {largest} bytes");
+        let settled = std::time::Instant::now();
+        while wal_size() > reset && settled.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(
+            wal_size() <= reset,
+            "the WAL stayed at {} bytes after the load",
+            wal_size()
+        );
     }
 }
