@@ -12,7 +12,9 @@ use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 
 use super::db::per_backend;
-use super::schema::{attention_checks, page_events, participants, responses, situations};
+use super::schema::{
+    attention_checks, page_events, participants, responses, situation_counts, situations,
+};
 use super::studies::Study;
 use super::{DbConnection, StoreError, now};
 use crate::domain::assignment::{self, Assignment, Cell};
@@ -117,11 +119,14 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
         .filter(situations::set_id.eq(set))
         .select(situations::id);
     let ids: Vec<i64> = per_backend!(conn, |c| ids.load(c))?;
-    let completed = participants::table
-        .filter(participants::study_id.eq(study.id))
-        .filter(participants::status.eq(Outcome::Completed.status()))
-        .group_by(participants::situation_id)
-        .select((participants::situation_id, diesel::dsl::count_star()));
+    // Kept by triggers (migration `situation_counts`): one row per situation, however many
+    // participants the study has.
+    let completed = situation_counts::table
+        .filter(situation_counts::study_id.eq(study.id))
+        .select((
+            situation_counts::situation_id.nullable(),
+            situation_counts::completed,
+        ));
     let completed: Vec<(Option<i64>, i64)> = per_backend!(conn, |c| completed.load(c))?;
     let active = participants::table
         .filter(participants::study_id.eq(study.id))

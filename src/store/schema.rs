@@ -342,6 +342,15 @@ diesel::joinable!(model_trials -> situations (situation_id));
 diesel::joinable!(trial_attempts -> model_trials (trial_id));
 diesel::joinable!(audit_log -> users (user_id));
 
+diesel::table! {
+    /// Completed participants per situation of a study, kept by triggers on `participants`.
+    situation_counts (study_id, situation_id) {
+        study_id -> BigInt,
+        situation_id -> BigInt,
+        completed -> BigInt,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     emotions,
     situation_sets,
@@ -363,4 +372,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     model_trials,
     trial_attempts,
     audit_log,
+    situation_counts,
 );

@@ -294,6 +294,92 @@ fn assignment_stays_balanced_with_dropouts(db: TestDb) {
         .get_result(&mut conn)
         .unwrap();
     assert_eq!(answers as usize, 40 * tally.completed);
+
+    // The assignment read these counts; they must equal the participants they count, and keep
+    // doing so through every other kind of change a participant can undergo.
+    assert_counts_follow(&mut conn, study.id, "after the survey");
+    let completed_ids = |conn: &mut store::DbConnection, n: i64| -> Vec<i64> {
+        schema::participants::table
+            .filter(schema::participants::study_id.eq(study.id))
+            .filter(schema::participants::status.eq(Outcome::Completed.status()))
+            .order(schema::participants::id)
+            .limit(n)
+            .select(schema::participants::id)
+            .load(conn)
+            .unwrap()
+    };
+    let some = completed_ids(&mut conn, 10);
+    diesel::update(schema::participants::table.filter(schema::participants::id.eq_any(&some)))
+        .set(schema::participants::status.eq("withdrawn"))
+        .execute(&mut conn)
+        .unwrap();
+    assert_counts_follow(&mut conn, study.id, "after completed ones left");
+    let moved = completed_ids(&mut conn, 1)[0];
+    let elsewhere: i64 = schema::situations::table
+        .filter(schema::situations::set_id.eq(set.0))
+        .order(schema::situations::id.desc())
+        .select(schema::situations::id)
+        .first(&mut conn)
+        .unwrap();
+    diesel::update(schema::participants::table.find(moved))
+        .set(schema::participants::situation_id.eq(Some(elsewhere)))
+        .execute(&mut conn)
+        .unwrap();
+    assert_counts_follow(&mut conn, study.id, "after one moved to another situation");
+    for id in completed_ids(&mut conn, 10) {
+        participants::delete(&mut conn, study.id, &id.to_string()).unwrap();
+    }
+    assert_counts_follow(&mut conn, study.id, "after deletions");
+    // Inserted as completed, as `import humans` does.
+    diesel::sql_query(format!(
+        "INSERT INTO participants (study_id, public_id, status, page, situation_id, imported, \
+         created_at, updated_at, completed_at) \
+         SELECT study_id, public_id || '-copy', status, page, situation_id, imported, \
+         created_at, updated_at, completed_at FROM participants \
+         WHERE study_id = {} AND status = 'completed' AND id < {}",
+        study.id,
+        some[0] + 200
+    ))
+    .execute(&mut conn)
+    .unwrap();
+    assert_counts_follow(&mut conn, study.id, "after inserting completed ones");
+    studies::delete(&mut conn, store::StudyId(study.id)).unwrap();
+    let left: i64 = schema::situation_counts::table
+        .filter(schema::situation_counts::study_id.eq(study.id))
+        .count()
+        .get_result(&mut conn)
+        .unwrap();
+    assert_eq!(left, 0, "a deleted study's counts go with it");
+}
+
+/// `situation_counts` (kept by triggers) equals a count of the study's completed participants
+/// per situation; situations without any are absent or zero.
+fn assert_counts_follow(conn: &mut store::DbConnection, study: i64, when: &str) {
+    let counted: BTreeMap<i64, i64> = schema::participants::table
+        .filter(schema::participants::study_id.eq(study))
+        .filter(schema::participants::status.eq(Outcome::Completed.status()))
+        .group_by(schema::participants::situation_id)
+        .select((
+            schema::participants::situation_id,
+            diesel::dsl::count_star(),
+        ))
+        .load::<(Option<i64>, i64)>(conn)
+        .unwrap()
+        .into_iter()
+        .filter_map(|(s, n)| Some((s?, n)))
+        .collect();
+    let kept: BTreeMap<i64, i64> = schema::situation_counts::table
+        .filter(schema::situation_counts::study_id.eq(study))
+        .filter(schema::situation_counts::completed.ne(0))
+        .select((
+            schema::situation_counts::situation_id,
+            schema::situation_counts::completed,
+        ))
+        .load::<(i64, i64)>(conn)
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(kept, counted, "situation_counts {when}");
 }
 
 on_both_backends!(assignment_stays_balanced_with_dropouts);
