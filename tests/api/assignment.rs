@@ -198,26 +198,24 @@ impl Sim {
     }
 }
 
-fn assignment_stays_balanced_with_dropouts(db: TestDb) {
-    let started = Instant::now();
-    let pool = db.pool();
-    let mut conn = pool.get().unwrap();
-    situations::import(&mut conn, "synthetic-175", "test", &synthetic_situations()).unwrap();
-    let set = situations::find_set(&mut conn, "synthetic-175")
+/// The study of 175 situations filled by the simulation, with its situation set and tally.
+fn simulate(conn: &mut store::DbConnection) -> (studies::Study, store::SituationSetId, Tally) {
+    situations::import(conn, "synthetic-175", "test", &synthetic_situations()).unwrap();
+    let set = situations::find_set(conn, "synthetic-175")
         .unwrap()
         .unwrap();
-    let inst = instruments::ensure_builtin(&mut conn).unwrap();
+    let inst = instruments::ensure_builtin(conn).unwrap();
     let mut config = StudyConfig::new("balance", "Balance");
     config.target_per_situation = TARGET;
     studies::create(
-        &mut conn,
+        conn,
         &config,
         StudyStatus::Open,
         studies::Sources::new(inst, Some(set)),
         2024,
     )
     .unwrap();
-    let study = studies::load(&mut conn, "balance").unwrap().unwrap();
+    let study = studies::load(conn, "balance").unwrap().unwrap();
 
     let mut sim = Sim {
         study: study.clone(),
@@ -243,7 +241,14 @@ fn assignment_stays_balanced_with_dropouts(db: TestDb) {
         })
         .unwrap();
     }
-    let tally = sim.tally;
+    (study, set, sim.tally)
+}
+
+fn assignment_stays_balanced_with_dropouts(db: TestDb) {
+    let started = Instant::now();
+    let pool = db.pool();
+    let mut conn = pool.get().unwrap();
+    let (study, set, tally) = simulate(&mut conn);
 
     assert!(participants::study_is_full(&mut conn, &study).unwrap());
     // Completed participants per situation, from the database.
@@ -383,3 +388,150 @@ fn assert_counts_follow(conn: &mut store::DbConnection, study: i64, when: &str) 
 }
 
 on_both_backends!(assignment_stays_balanced_with_dropouts);
+
+/// Issue #23: the survey's per-request work must not grow with the study. One participant goes
+/// through every page (entry lookup, arrival, each page shown and submitted, the full check)
+/// and another withdraws, on a study the simulation filled with ~1,400 participants; every
+/// statement they ran is explained, and on a table that grows with the study each step must be
+/// bounded (see [`bounded`]). SQLite plans; the
+/// Postgres migrations define the same indexes, and the Postgres soak (BENCHMARKS.md) shows its
+/// cost per participant flat.
+#[test]
+fn every_survey_query_is_answered_from_an_index_however_large_the_study() {
+    use diesel::connection::{Connection, InstrumentationEvent};
+    use std::sync::{Arc, Mutex};
+
+    let db = TestDb::sqlite();
+    let pool = db.pool();
+    let mut conn = pool.get().unwrap();
+    let (study, _, tally) = simulate(&mut conn);
+    assert!(tally.completed > 1_000, "{tally:?}");
+    // Room for more, so the next participant goes all the way through.
+    diesel::update(schema::studies::table.find(study.id))
+        .set(schema::studies::target_per_situation.eq(1_000))
+        .execute(&mut conn)
+        .unwrap();
+    let study = studies::load(&mut conn, "balance").unwrap().unwrap();
+
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = Arc::clone(&seen);
+    let store::DbConnection::Sqlite(sqlite) = &mut *conn else {
+        panic!("a SQLite test database")
+    };
+    sqlite.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+        if let InstrumentationEvent::StartQuery { query, .. } = event {
+            sink.lock().unwrap().push(query.to_string());
+        }
+    });
+    let order: Vec<u32> = (1..=20).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    assert!(
+        participants::by_pid(&mut conn, study.id, "explain-1")
+            .unwrap()
+            .is_none()
+    );
+    let p = participants::create(
+        &mut conn,
+        &study,
+        "explain-1",
+        &Arrival::default(),
+        (order.clone(), order.clone()),
+    )
+    .unwrap();
+    let mut page = Page::Consent;
+    while page != Page::Done {
+        participants::open_page(&mut conn, study.id, "explain-1", Some(page))
+            .unwrap()
+            .unwrap();
+        let (to, effect) = step(page, &mut rng);
+        let moved = participants::submit(&mut conn, &study, p.id, page, to, effect).unwrap();
+        assert!(matches!(moved, Submitted::Moved), "{page:?}: {moved:?}");
+        page = to;
+    }
+    participants::study_is_full(&mut conn, &study).unwrap();
+    let q = participants::create(
+        &mut conn,
+        &study,
+        "explain-2",
+        &Arrival::default(),
+        (order.clone(), order),
+    )
+    .unwrap();
+    participants::withdraw(&mut conn, q.id).unwrap();
+    let statements: std::collections::BTreeSet<String> = seen.lock().unwrap().drain(..).collect();
+
+    #[derive(QueryableByName)]
+    struct Plan {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        detail: String,
+    }
+    let growing = [
+        "participants",
+        "responses",
+        "page_events",
+        "attention_checks",
+    ];
+    let mut explained = 0;
+    for sql in &statements {
+        let verb = sql.split_whitespace().next().unwrap_or("").to_uppercase();
+        if !matches!(
+            verb.as_str(),
+            "SELECT" | "UPDATE" | "DELETE" | "INSERT" | "WITH"
+        ) {
+            continue; // BEGIN, SAVEPOINT, RELEASE, COMMIT
+        }
+        let plan: Vec<Plan> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+            .load(&mut conn)
+            .unwrap_or_else(|e| panic!("{e}: {sql}"));
+        for step in &plan {
+            assert!(
+                bounded(&step.detail, &growing),
+                "{}\n  in: {sql}",
+                step.detail
+            );
+        }
+        explained += 1;
+    }
+    // Lookups, the arrival, each page's events and answers, the assignment, the withdrawal.
+    assert!(
+        explained >= 10,
+        "only {explained} statements: {statements:#?}"
+    );
+}
+
+/// Whether one step of an SQLite query plan visits a bounded number of rows of the `growing`
+/// tables: never `SCAN t` (every row, with or without a covering index), and a `SEARCH t` only
+/// when its index terms name one participant (its id, public id or Prolific id, or the
+/// participant's rows in a child table) or the running reservations (`reserved_until>?`). A
+/// search on `study_id` and `status` alone visits every completed participant of the study: the
+/// count that made consent cost grow (issue #23).
+fn bounded(detail: &str, growing: &[&str]) -> bool {
+    let mut words = detail.split(' ');
+    let (Some(kind), Some(table)) = (words.next(), words.next()) else {
+        return true;
+    };
+    if !growing.contains(&table) {
+        return true;
+    }
+    match kind {
+        "SCAN" => false,
+        "SEARCH" => {
+            let terms = detail
+                .rsplit_once('(')
+                .map_or("", |(_, t)| t.trim_end_matches(')'));
+            terms.split(" AND ").any(|term| {
+                let column = term.split(['=', '>', '<']).next().unwrap_or("");
+                matches!(
+                    column,
+                    "rowid"
+                        | "id"
+                        | "public_id"
+                        | "prolific_pid"
+                        | "participant_id"
+                        | "reserved_until"
+                )
+            })
+        }
+        _ => true,
+    }
+}
