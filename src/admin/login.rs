@@ -1,8 +1,6 @@
 //! Login and logout. Wrong password and unknown account get the same answer and cost the same
 //! (a dummy Argon2 verification); failures are throttled per account and per client address.
 
-use std::sync::OnceLock;
-
 use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieDuration};
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -65,11 +63,6 @@ pub async fn form(
     Ok(resp)
 }
 
-fn dummy_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| password::hash("no account has this password").unwrap_or_default())
-}
-
 pub async fn submit(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -102,15 +95,16 @@ pub async fn submit(
         .db(move |conn| Ok(users::for_login(conn, &e2)?))
         .await?;
     // Verify on the blocking pool: Argon2 takes tens of milliseconds by design.
+    let dummy_hash = state.dummy_hash();
     let verified = web::block(move || match account {
         Some((user, hash)) if !user.disabled => password::verify(&secret, &hash).then_some(user),
         Some(_) | None => {
-            let _ = password::verify(&secret, dummy_hash());
+            let _ = password::verify(&secret, &dummy_hash);
             None
         }
     })
     .await
-    .map_err(|e| AppError::Internal(e.to_string()))?;
+    .map_err(AppError::internal)?;
     match verified {
         Some(user) => {
             let token = password::random_secret(32);

@@ -39,7 +39,7 @@ async fn session_of(req: HttpRequest) -> Result<Session, AppError> {
     };
     let state = req
         .app_data::<web::Data<AppState>>()
-        .ok_or_else(|| AppError::Internal("no application state".into()))?
+        .ok_or_else(|| AppError::internal("no application state"))?
         .clone();
     let hash = token_hash(&token);
     state

@@ -131,7 +131,7 @@ pub async fn show(
             app::Error::NoStudy(_) => AppError::NotFound,
             other => AppError::BadRequest(other.to_string()),
         })?;
-    let view = view(&report).map_err(|e| AppError::Internal(e.to_string()))?;
+    let view = view(&report).map_err(AppError::internal)?;
     render(ReportPage {
         nav: Nav::of(user.session()),
         view,

@@ -414,8 +414,8 @@ fn render_page(
         Page::PanasBefore | Page::PanasAfter => {
             render(questionnaire(ctx, p, page, csrf, &[], &none))
         }
-        Page::Situation => Err(AppError::Internal(
-            "situation page rendered without its text".into(),
+        Page::Situation => Err(AppError::internal(
+            "situation page rendered without its text",
         )),
         Page::Check => render(check_page(ctx, csrf, None, None)),
         Page::Debrief => render(DebriefPage {
@@ -464,7 +464,7 @@ pub async fn get(
     let (csrf, new) = csrf::token(&req);
     let resp = if current == Page::Situation {
         let text = text.ok_or_else(|| {
-            AppError::Internal("participant without a situation on the situation page".into())
+            AppError::internal("participant without a situation on the situation page")
         })?;
         render(SituationPage {
             frame: Frame::new(&ctx, current, &csrf),

@@ -1,5 +1,16 @@
-//! The one error type of the web edge: every failure becomes a page with a plain message and the
-//! right status; the cause chain goes to the log, never to the visitor.
+//! The one error type of the web edge.
+//!
+//! Error policy:
+//! - Every failure of a request becomes an [`AppError`]: a page with a plain message and the
+//!   right status (the login redirect for anonymous visitors of admin pages). The visitor never
+//!   sees a cause; a 5xx page shows the request id to quote instead.
+//! - A 5xx keeps its cause ([`AppError::Internal`], [`AppError::Unavailable`] box the error of
+//!   the layer below, `#[source]`) and its whole cause chain is logged **once**, at `error`, by
+//!   the request middleware (`web::request_log`), in one line with the request id, method, route
+//!   pattern, status and latency. Nothing else logs it: code below returns errors, it does not
+//!   log them.
+//! - A 4xx is the visitor's doing: logged at `warn` with its message (no cause to keep).
+//! - Successes are logged at `debug` only, so the default (`info`) adds no line per request.
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::ContentType;
@@ -7,6 +18,10 @@ use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
 
 use crate::store::{DbError, StoreError};
+use crate::web::request;
+
+/// The cause of a server-side failure, kept for the log.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -23,25 +38,55 @@ pub enum AppError {
     TooManyRequests(String),
     #[error("request body too large")]
     PayloadTooLarge,
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// The database cannot be reached (503): the cause says why.
+    #[error("database unavailable")]
+    Unavailable(#[source] Cause),
+    /// A bug or broken stored data (500): the cause says what.
+    #[error("internal error")]
+    Internal(#[source] Cause),
+}
+
+impl AppError {
+    /// A 500 with this cause (an error of a layer below, or a message naming a broken invariant).
+    pub fn internal(cause: impl Into<Cause>) -> Self {
+        AppError::Internal(cause.into())
+    }
+}
+
+/// An error's message followed by its sources', `: `-separated; a source whose message its
+/// parent already ends with (`#[error("database: {0}")]` over `#[from]`) is not repeated.
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut last = self.0.to_string();
+        f.write_str(&last)?;
+        let mut next = self.0.source();
+        while let Some(e) = next {
+            let msg = e.to_string();
+            if !last.ends_with(&msg) {
+                write!(f, ": {msg}")?;
+            }
+            last = msg;
+            next = e.source();
+        }
+        Ok(())
+    }
 }
 
 impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Db(DbError::Pool(_) | DbError::Connect { .. })
-            | StoreError::NotCommitted(_) => AppError::Unavailable(e.to_string()),
+            | StoreError::NotCommitted(_) => AppError::Unavailable(Box::new(e)),
             StoreError::Query(diesel::result::Error::NotFound) => AppError::NotFound,
             // The server went away under an open connection: unavailable, not a bug.
             StoreError::Query(diesel::result::Error::DatabaseError(
                 diesel::result::DatabaseErrorKind::ClosedConnection
                 | diesel::result::DatabaseErrorKind::UnableToSendCommand,
                 _,
-            )) => AppError::Unavailable(e.to_string()),
-            other => AppError::Internal(other.to_string()),
+            )) => AppError::Unavailable(Box::new(e)),
+            other => AppError::Internal(Box::new(other)),
         }
     }
 }
@@ -53,7 +98,7 @@ impl From<crate::app::Error> for AppError {
             E::Store(e) => e.into(),
             E::NoStudy(_) | E::NoRun(_) => AppError::NotFound,
             E::Invalid(m) => AppError::BadRequest(m),
-            other => AppError::Internal(other.to_string()),
+            other => AppError::Internal(Box::new(other)),
         }
     }
 }
@@ -63,6 +108,8 @@ impl From<crate::app::Error> for AppError {
 struct ErrorPage<'a> {
     title: &'a str,
     message: &'a str,
+    /// On server errors: the id to quote, which finds the logged cause.
+    request_id: Option<request::RequestId>,
 }
 
 impl ResponseError for AppError {
@@ -124,12 +171,15 @@ impl ResponseError for AppError {
                 "An unexpected error occurred. It has been logged; please try again.",
             ),
         };
-        if status.is_server_error() {
-            tracing::error!(error = %self, "request failed");
+        // Logged by the request middleware, which knows the request: once, with the cause.
+        let request_id = status.is_server_error().then(request::current).flatten();
+        let body = ErrorPage {
+            title,
+            message,
+            request_id,
         }
-        let body = ErrorPage { title, message }
-            .render()
-            .unwrap_or_else(|_| format!("{status}"));
+        .render()
+        .unwrap_or_else(|_| format!("{status}"));
         HttpResponse::build(status)
             .content_type(ContentType::html())
             .insert_header(("Cache-Control", "no-store"))

@@ -24,15 +24,13 @@ pub async fn index(state: web::Data<AppState>) -> Result<HomePage, AppError> {
 
 /// 200 when the database answers, 503 otherwise (for load balancers and `demo`'s own check).
 pub async fn health(state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
-    let answered = state
-        .db(|conn| Ok(conn.batch_execute("SELECT 1").map_err(|e| e.to_string())))
-        .await;
+    let answered = state.db(|conn| Ok(conn.batch_execute("SELECT 1"))).await;
     match answered {
         Ok(Ok(())) => Ok(HttpResponse::Ok()
             .content_type("text/plain; charset=utf-8")
             .insert_header(("Cache-Control", "no-store"))
             .body("ok\n")),
-        Ok(Err(e)) => Err(AppError::Unavailable(e)),
-        Err(e) => Err(AppError::Unavailable(e.to_string())),
+        Ok(Err(e)) => Err(AppError::Unavailable(Box::new(e))),
+        Err(e) => Err(AppError::Unavailable(Box::new(e))),
     }
 }

@@ -8,6 +8,8 @@ pub mod csrf;
 pub mod error;
 pub mod home;
 pub mod render;
+pub mod request;
+pub mod request_log;
 pub mod routes;
 pub mod state;
 
@@ -72,7 +74,8 @@ impl Application {
         let blocking = (settings.pool_size as usize).div_ceil(workers).max(2);
         let writer = crate::store::writer::Writer::start(&settings.database_url)
             .map_err(std::io::Error::other)?;
-        let state = web::Data::new(AppState::new(pool, settings, writer));
+        let state =
+            web::Data::new(AppState::new(pool, settings, writer).map_err(std::io::Error::other)?);
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
@@ -90,6 +93,7 @@ impl Application {
                         }),
                 )
                 .app_data(web::PayloadConfig::default().limit(limit))
+                .wrap(request_log::RequestLog)
                 .wrap(security_headers())
                 .configure(routes::routes)
                 .default_service(web::to(error::not_found))

@@ -12,9 +12,7 @@ pub fn render<T: Template>(page: T) -> Result<HttpResponse, AppError> {
 }
 
 pub fn render_status<T: Template>(page: T, status: StatusCode) -> Result<HttpResponse, AppError> {
-    let body = page
-        .render()
-        .map_err(|e| AppError::Internal(format!("template: {e}")))?;
+    let body = page.render().map_err(AppError::internal)?;
     Ok(HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
         .insert_header(("Cache-Control", "no-store"))

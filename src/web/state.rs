@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use actix_web::web;
 
+use crate::auth::password::{self, HashError};
 use crate::config::Settings;
 use crate::domain::instrument::Instrument;
 use crate::store::studies::Study;
@@ -35,6 +36,9 @@ pub struct AppState {
     /// On SQLite, the survey's own connection and thread, committing concurrent page requests
     /// together ([`crate::store::writer`]); `None` on Postgres.
     writer: Option<crate::store::writer::Writer>,
+    /// A hash no password matches: a login for an unknown or disabled account verifies against
+    /// it, so it costs what a wrong password costs. Made at start-up, which fails without it.
+    dummy_hash: Arc<str>,
 }
 
 /// How long a cached study row is used before it is read again.
@@ -95,15 +99,22 @@ impl AppState {
         pool: Pool,
         settings: Settings,
         writer: Option<crate::store::writer::Writer>,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, HashError> {
+        let dummy_hash = password::hash(&password::random_secret(32))?.into();
+        Ok(Self {
             pool,
             settings,
             instruments: Arc::default(),
             full: Arc::default(),
             studies: Arc::default(),
             writer,
-        }
+            dummy_hash,
+        })
+    }
+
+    /// The hash a login verifies against when there is no account to verify (see the field).
+    pub fn dummy_hash(&self) -> Arc<str> {
+        self.dummy_hash.clone()
     }
 
     /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].
@@ -183,7 +194,7 @@ impl AppState {
             f(&mut conn)
         })
         .await
-        .map_err(|e| AppError::Internal(e.to_string()))?
+        .map_err(AppError::internal)?
         .map_err(AppError::from)
     }
 }

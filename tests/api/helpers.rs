@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::mpsc;
+use std::sync::{Mutex, Once, mpsc};
 
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
@@ -246,6 +246,38 @@ impl Reply {
     }
 }
 
+/// Every log line of the in-process servers of this test binary, as `serve` would write them to
+/// stderr (without colours). Servers of tests running at once share it: a test picks its own
+/// lines by request id ([`TestApp::log_lines_with`]).
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct LogSink;
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sends the process's tracing events to [`LOGS`] (once; `info` as `serve`'s default).
+fn capture_logs() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+            .with_writer(|| LogSink)
+            .with_ansi(false)
+            .try_init();
+    });
+}
+
 pub fn spawn_app(db: TestDb) -> TestApp {
     spawn_app_with(db, |_| {})
 }
@@ -259,6 +291,7 @@ pub fn spawn_app_with(db: TestDb, adjust: impl FnOnce(&mut Settings)) -> TestApp
         ..Settings::default()
     };
     adjust(&mut settings);
+    capture_logs();
     let pool = db.pool();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -328,6 +361,17 @@ impl TestApp {
                 .build()
                 .into(),
         }
+    }
+
+    /// The log lines (of every in-process server) that contain `needle`, e.g. a request id
+    /// from a reply's `X-Request-Id`. A request's line is written before its response is sent.
+    pub fn log_lines_with(&self, needle: &str) -> Vec<String> {
+        let logs = LOGS.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&logs)
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// A migrated connection pool on the app's database.
