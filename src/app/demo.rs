@@ -35,7 +35,7 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
             &demo.situations,
         )?;
         let set = situations::find_set(conn, demo.situation_set)?
-            .ok_or_else(|| StoreError::Corrupt("demo set vanished".into()))?;
+            .ok_or_else(|| StoreError::Inconsistent("demo set vanished".into()))?;
         let mut config = StudyConfig::new(demo.slug, demo.title);
         config.consent_text = demo.consent_text.to_owned();
         config.debrief_text = demo.debrief_text.to_owned();
@@ -99,7 +99,7 @@ pub fn generate_study(
         let instrument = instruments::ensure_builtin(conn)?;
         situations::import(conn, &set_name, "generated", &demo.situations)?;
         let set = situations::find_set(conn, &set_name)?
-            .ok_or_else(|| StoreError::Corrupt("generated set vanished".into()))?;
+            .ok_or_else(|| StoreError::Inconsistent("generated set vanished".into()))?;
         let config = StudyConfig::new(slug, "Generated study");
         studies::create(
             conn,
@@ -111,7 +111,7 @@ pub fn generate_study(
     })?;
     let set = situations::find_set(conn, &set_name)
         .map_err(StoreError::from)?
-        .ok_or_else(|| StoreError::Corrupt("generated set vanished".into()))?;
+        .ok_or_else(|| StoreError::Inconsistent("generated set vanished".into()))?;
     let ids: Vec<i64> = situations::list(conn, set)
         .map_err(StoreError::from)?
         .into_iter()
@@ -180,7 +180,7 @@ pub fn generate_model_runs(
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let order = serde_json::to_string(&(1..=20).collect::<Vec<u32>>())
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
     for m in 0..models {
         let name = format!("model-{}", m + 1);
         let rows: Vec<store::model_runs::NewImportedTrial> = (0..trials)
@@ -240,7 +240,7 @@ pub fn prepare_bench_study(conn: &mut DbConnection, slug: &str, target: i32) -> 
             situations::import(conn, demo.situation_set, "demo", &demo.situations)?;
         }
         let set = situations::find_set(conn, demo.situation_set)?
-            .ok_or_else(|| StoreError::Corrupt("the demo situation set vanished".into()))?;
+            .ok_or_else(|| StoreError::Inconsistent("the demo situation set vanished".into()))?;
         let instrument = instruments::ensure_builtin(conn)?;
         if studies::find(conn, slug)?.is_some() {
             return Ok(false);

@@ -201,7 +201,7 @@ pub fn import_humans(
                     0,
                 )?;
                 let row = studies::load(conn, study)?
-                    .ok_or_else(|| StoreError::Corrupt("new study vanished".into()))?;
+                    .ok_or_else(|| StoreError::Inconsistent("new study vanished".into()))?;
                 (row, true)
             }
         };
@@ -335,7 +335,7 @@ pub fn import_model_results(
             None => Default::default(),
         };
         let order = serde_json::to_string(&(1..=instrument.items.len() as u32).collect::<Vec<_>>())
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
         let mut rows = Vec::with_capacity(trials.len());
         let mut result = ModelResultsImport {
             run_id: 0,
@@ -377,11 +377,11 @@ pub fn import_model_results(
                 item_order: order.clone(),
                 request: t.text.clone(),
                 raw_reply: serde_json::to_string(&t.cells)
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                    .map_err(|e| StoreError::Inconsistent(e.to_string()))?,
                 scores: match &t.scores {
                     Ok(s) => {
                         Ok(serde_json::to_string(s)
-                            .map_err(|e| StoreError::Corrupt(e.to_string()))?)
+                            .map_err(|e| StoreError::Inconsistent(e.to_string()))?)
                     }
                     Err(e) => Err(format!("{}: {e}", t.column)),
                 },

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod error;
 pub mod humans;
 pub mod instrument;
+pub mod measure;
 pub mod model_results;
 pub mod parse;
 pub mod prompt;

@@ -6,21 +6,7 @@
 use super::ImportError;
 use super::instrument::Instrument;
 
-/// Which measure a trial belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Measure {
-    Default,
-    Evoked,
-}
-
-impl Measure {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Measure::Default => "default",
-            Measure::Evoked => "evoked",
-        }
-    }
-}
+pub use super::measure::Measure;
 
 /// One column of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -42,8 +42,6 @@
 //!   without that line (ours).
 
 use std::collections::HashSet;
-use std::fmt;
-use std::str::FromStr;
 
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -52,45 +50,7 @@ use serde::{Deserialize, Serialize};
 use super::ImportError;
 use super::instrument::Instrument;
 
-/// Which emotion measure a trial takes: the baseline, or after imagining a situation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Measure {
-    Default,
-    Evoked,
-}
-
-impl Measure {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Measure::Default => "default",
-            Measure::Evoked => "evoked",
-        }
-    }
-}
-
-impl fmt::Display for Measure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Measure {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim();
-        if t.eq_ignore_ascii_case("default") {
-            Ok(Measure::Default)
-        } else if t.eq_ignore_ascii_case("evoked") {
-            Ok(Measure::Evoked)
-        } else {
-            Err(format!(
-                "unknown measure {s:?}: expected \"default\" or \"evoked\""
-            ))
-        }
-    }
-}
+pub use super::measure::Measure;
 
 /// How the messages are worded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,17 +19,24 @@ impl StudyStatus {
             Self::Closed => "closed",
         }
     }
+
+    pub fn parse(s: &str) -> Option<StudyStatus> {
+        [Self::Draft, Self::Open, Self::Closed]
+            .into_iter()
+            .find(|x| x.as_str() == s)
+    }
 }
 
 impl std::str::FromStr for StudyStatus {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "draft" => Ok(Self::Draft),
-            "open" => Ok(Self::Open),
-            "closed" => Ok(Self::Closed),
-            o => Err(format!("unknown study status {o:?}")),
-        }
+        Self::parse(s).ok_or_else(|| format!("unknown study status {s:?}"))
+    }
+}
+
+impl std::fmt::Display for StudyStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

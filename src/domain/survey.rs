@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::instrument::Instrument;
+use super::measure::Measure;
 
 /// The pages of the survey, in order. A participant is always on exactly one of them; any
 /// other page redirects there.
@@ -39,13 +40,70 @@ pub enum Outcome {
 
 impl Outcome {
     /// The participant status stored for this outcome.
-    pub fn status(self) -> &'static str {
+    pub fn status(self) -> ParticipantStatus {
         match self {
-            Outcome::Completed => "completed",
-            Outcome::NoConsent => "no_consent",
-            Outcome::FailedAttentionCheck => "failed_check",
-            Outcome::ScreenedOut => "screened_out",
+            Outcome::Completed => ParticipantStatus::Completed,
+            Outcome::NoConsent => ParticipantStatus::NoConsent,
+            Outcome::FailedAttentionCheck => ParticipantStatus::FailedCheck,
+            Outcome::ScreenedOut => ParticipantStatus::ScreenedOut,
         }
+    }
+}
+
+/// Where a participant's session stands (`participants.status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParticipantStatus {
+    /// Still answering.
+    Active,
+    Completed,
+    /// Withdrew: answers deleted, the row kept so a returning Prolific id is not new.
+    Withdrawn,
+    NoConsent,
+    FailedCheck,
+    ScreenedOut,
+}
+
+impl ParticipantStatus {
+    pub const ALL: [ParticipantStatus; 6] = [
+        ParticipantStatus::Active,
+        ParticipantStatus::Completed,
+        ParticipantStatus::Withdrawn,
+        ParticipantStatus::NoConsent,
+        ParticipantStatus::FailedCheck,
+        ParticipantStatus::ScreenedOut,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParticipantStatus::Active => "active",
+            ParticipantStatus::Completed => "completed",
+            ParticipantStatus::Withdrawn => "withdrawn",
+            ParticipantStatus::NoConsent => "no_consent",
+            ParticipantStatus::FailedCheck => "failed_check",
+            ParticipantStatus::ScreenedOut => "screened_out",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ParticipantStatus> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// The outcome a status records, for the statuses that end a session with a code.
+    pub fn outcome(self) -> Option<Outcome> {
+        match self {
+            ParticipantStatus::Completed => Some(Outcome::Completed),
+            ParticipantStatus::NoConsent => Some(Outcome::NoConsent),
+            ParticipantStatus::FailedCheck => Some(Outcome::FailedAttentionCheck),
+            ParticipantStatus::ScreenedOut => Some(Outcome::ScreenedOut),
+            ParticipantStatus::Active | ParticipantStatus::Withdrawn => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ParticipantStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -105,10 +163,10 @@ impl Page {
     }
 
     /// The PANAS phase a page collects, as stored in `responses.phase`.
-    pub fn phase(self) -> Option<&'static str> {
+    pub fn phase(self) -> Option<Measure> {
         match self {
-            Page::PanasBefore => Some("default"),
-            Page::PanasAfter => Some("evoked"),
+            Page::PanasBefore => Some(Measure::Default),
+            Page::PanasAfter => Some(Measure::Evoked),
             _ => None,
         }
     }

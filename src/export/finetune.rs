@@ -71,19 +71,19 @@ pub fn write_finetune<W: Write>(
         let answers = cohorts::answers_of(conn, &ids)?;
         for m in page {
             let mine = || answers.iter().filter(|a| a.participant_id == m.id);
-            for (measure, phase) in [(Measure::Default, "default"), (Measure::Evoked, "evoked")] {
+            for measure in [Measure::Default, Measure::Evoked] {
                 // answers_of orders by participant, phase, item number: canonical order.
                 let scores: Vec<i32> = mine()
-                    .filter(|a| a.phase == phase)
+                    .filter(|a| a.phase == measure)
                     .map(|a| a.value)
                     .collect();
                 if scores.len() != n {
-                    return Err(incomplete(m, phase, scores.len(), n));
+                    return Err(incomplete(m, measure, scores.len(), n));
                 }
                 let situation = match measure {
                     Measure::Default => None,
                     Measure::Evoked => Some(m.situation_text.as_deref().ok_or_else(|| {
-                        StoreError::Corrupt(format!(
+                        StoreError::Inconsistent(format!(
                             "participant {} has no situation for the evoked measure",
                             m.public_id
                         ))
@@ -91,7 +91,7 @@ pub fn write_finetune<W: Write>(
                 };
                 let mut messages =
                     render(&instrument, &Template::EbCode, measure, situation, &order)
-                        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                        .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
                 messages.push(ChatMessage {
                     role: "assistant".into(),
                     content: format_reply(&scores, &spec),
@@ -108,7 +108,7 @@ pub fn write_finetune<W: Write>(
                         &MessagesRecord {
                             participant: &m.public_id,
                             source_ref: m.source_ref.as_deref(),
-                            measure: phase,
+                            measure: measure.as_str(),
                             situation: match measure {
                                 Measure::Default => None,
                                 Measure::Evoked => m.situation_key.as_deref(),
@@ -128,8 +128,8 @@ pub fn write_finetune<W: Write>(
     Ok(stats)
 }
 
-fn incomplete(m: &cohorts::SplitMember, phase: &str, found: usize, n: usize) -> ExportError {
-    ExportError::Store(StoreError::Corrupt(format!(
+fn incomplete(m: &cohorts::SplitMember, phase: Measure, found: usize, n: usize) -> ExportError {
+    ExportError::Store(StoreError::Inconsistent(format!(
         "participant {} has {found} {phase} answers, expected {n}",
         m.public_id
     )))

@@ -17,6 +17,7 @@ use std::io::Write;
 use chrono::{NaiveDateTime, SecondsFormat};
 
 use crate::domain::instrument::{Convention, Instrument};
+use crate::domain::measure::Measure;
 use crate::store::cohorts::{self, ExportParticipant, StatusFilter};
 use crate::store::studies::Study;
 use crate::store::{self, DbConnection, InstrumentId, SituationSetId, StoreError, StudyId};
@@ -437,7 +438,7 @@ fn identity(ctx: &Context, p: &ExportParticipant) -> Vec<String> {
         p.prolific_pid.clone().unwrap_or_default(),
         p.prolific_study_id.clone().unwrap_or_default(),
         p.prolific_session_id.clone().unwrap_or_default(),
-        p.status.clone(),
+        p.status.as_str().to_owned(),
     ]
 }
 
@@ -557,7 +558,7 @@ pub fn write_wide<W: Write>(
             let slot = by_participant
                 .entry(a.participant_id)
                 .or_insert_with(|| [vec![None; n], vec![None; n]]);
-            let phase = usize::from(a.phase == "evoked");
+            let phase = usize::from(a.phase == Measure::Evoked);
             if let Some(v) = usize::try_from(a.item_number)
                 .ok()
                 .and_then(|i| i.checked_sub(1))

@@ -7,9 +7,11 @@ use std::collections::{HashMap, HashSet};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
+use super::columns::corrupt_row;
 use super::schema::{participants, responses};
 use super::{DbConnection, StoreError, now};
-use crate::domain::survey::Page;
+use crate::domain::measure::Measure;
+use crate::domain::survey::{Page, ParticipantStatus};
 
 /// A participant who finished, with both measures in canonical item order.
 #[derive(Debug, Clone)]
@@ -48,8 +50,8 @@ pub fn insert_completed(
                         participants::study_id.eq(study_id),
                         participants::public_id.eq(&p.public_id),
                         participants::prolific_pid.eq(&p.prolific_pid),
-                        participants::status.eq("completed"),
-                        participants::page.eq(Page::Ended.as_str()),
+                        participants::status.eq(ParticipantStatus::Completed),
+                        participants::page.eq(Page::Ended),
                         participants::situation_id.eq(p.situation_id),
                     ),
                     (
@@ -79,10 +81,10 @@ pub fn insert_completed(
         for p in chunk {
             let id = *ids
                 .get(&p.public_id)
-                .ok_or_else(|| StoreError::Corrupt(format!("{} vanished", p.public_id)))?;
+                .ok_or_else(|| StoreError::Inconsistent(format!("{} vanished", p.public_id)))?;
             for (phase, values) in [
-                ("default", &p.default_answers),
-                ("evoked", &p.evoked_answers),
+                (Measure::Default, &p.default_answers),
+                (Measure::Evoked, &p.evoked_answers),
             ] {
                 for (i, v) in values.iter().enumerate() {
                     let item = i32::try_from(i + 1).unwrap_or(i32::MAX);
@@ -136,7 +138,7 @@ pub struct ExportParticipant {
     pub prolific_pid: Option<String>,
     pub prolific_study_id: Option<String>,
     pub prolific_session_id: Option<String>,
-    pub status: String,
+    pub status: ParticipantStatus,
     pub situation_id: Option<i64>,
     pub demographics: Option<String>,
     pub flag_straightline: bool,
@@ -162,19 +164,23 @@ pub fn page(
         .filter(participants::id.gt(after))
         .into_boxed();
     if filter == StatusFilter::Completed {
-        q = q.filter(participants::status.eq("completed"));
+        q = q.filter(participants::status.eq(ParticipantStatus::Completed));
     }
     q.order(participants::id)
         .limit(limit)
         .select(ExportParticipant::as_select())
         .load(conn)
+        .map_err(corrupt_row(
+            "participants",
+            format!("of study {study_id} after id {after}"),
+        ))
 }
 
 /// One stored answer.
 #[derive(Debug, Clone, Queryable)]
 pub struct Answer {
     pub participant_id: i64,
-    pub phase: String,
+    pub phase: Measure,
     pub item_number: i32,
     pub value: i32,
     pub display_position: i32,
@@ -199,6 +205,10 @@ pub fn answers_of(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<Vec<Answe
             responses::created_at,
         ))
         .load(conn)
+        .map_err(corrupt_row(
+            "responses",
+            format!("of participants {:?}", ids.first()..ids.last()),
+        ))
 }
 
 /// Seconds between first showing and first submitting the situation page, per participant.
@@ -241,7 +251,7 @@ pub fn completed_strata(
     participants::table
         .left_join(situations::table)
         .filter(participants::study_id.eq(study_id))
-        .filter(participants::status.eq("completed"))
+        .filter(participants::status.eq(ParticipantStatus::Completed))
         .order(participants::id)
         .select((participants::id, situations::key.nullable()))
         .load(conn)
@@ -295,7 +305,7 @@ pub fn split_members(
     participants::table
         .left_join(situations::table)
         .filter(participants::study_id.eq(study_id))
-        .filter(participants::status.eq("completed"))
+        .filter(participants::status.eq(ParticipantStatus::Completed))
         .filter(participants::split.eq(side))
         .order(participants::id)
         .select((

@@ -46,7 +46,7 @@ type InstrumentRow = (
 );
 
 fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(format!("{what}: {e}"))
+    StoreError::Inconsistent(format!("{what}: {e}"))
 }
 
 fn assemble(

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod cohorts;
+pub mod columns;
 pub mod db;
 pub mod instruments;
 pub mod model_runs;
@@ -17,6 +18,7 @@ pub mod studies;
 pub mod users;
 pub mod writer;
 
+pub use columns::{ItemOrder, Json, Scores};
 pub use db::{DbConnection, DbError, Pool, PooledConnection};
 
 use chrono::{NaiveDateTime, Utc};
@@ -27,16 +29,42 @@ pub enum StoreError {
     #[error(transparent)]
     Db(#[from] DbError),
     #[error("database: {0}")]
-    Query(#[from] diesel::result::Error),
+    Query(#[source] diesel::result::Error),
     /// The request conflicts with stored data (the message says how).
     #[error("{0}")]
     Conflict(String),
     /// Stored data that our own code should never have written.
     #[error("stored data is inconsistent: {0}")]
-    Corrupt(String),
+    Inconsistent(String),
+    /// A stored value that does not decode into its type.
+    #[error("stored value does not decode: {table} row {row}, column {column}: {detail}")]
+    Corrupt {
+        table: &'static str,
+        /// The row's id, or the key it was looked up by.
+        row: String,
+        column: String,
+        detail: String,
+    },
     /// The work was not committed (the SQLite writer's batch failed): nothing of it is stored.
     #[error("not stored: {0}")]
     NotCommitted(String),
+}
+
+impl From<diesel::result::Error> for StoreError {
+    /// A row that did not decode (see [`columns::corrupt_row`]) is `Corrupt`.
+    fn from(e: diesel::result::Error) -> Self {
+        if let diesel::result::Error::DeserializationError(cause) = &e
+            && let Some(c) = cause.downcast_ref::<columns::CorruptRow>()
+        {
+            return StoreError::Corrupt {
+                table: c.table,
+                row: c.row.clone(),
+                column: c.column.clone(),
+                detail: c.detail.clone(),
+            };
+        }
+        StoreError::Query(e)
+    }
 }
 
 impl From<diesel::r2d2::PoolError> for StoreError {

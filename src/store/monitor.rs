@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
+use super::columns::corrupt_row;
 use super::schema::{emotions, factors, participants, situations};
 use super::studies::Study;
 use super::{DbConnection, now};
+use crate::domain::survey::ParticipantStatus;
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct StatusCounts {
@@ -86,21 +88,25 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
 
 fn status_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<StatusCounts> {
     let mut counts = StatusCounts::default();
-    let by_status: Vec<(String, i64)> = participants::table
+    let by_status: Vec<(ParticipantStatus, i64)> = participants::table
         .filter(participants::study_id.eq(study.id))
         .group_by(participants::status)
         .select((participants::status, diesel::dsl::count_star()))
-        .load(conn)?;
+        .load(conn)
+        .map_err(corrupt_row(
+            "participants",
+            format!("of study {}", study.id),
+        ))?;
     for (status, n) in by_status {
-        match status.as_str() {
-            "active" => counts.active = n,
-            "completed" => counts.completed = n,
-            "withdrawn" => counts.withdrawn = n,
-            "no_consent" => counts.no_consent = n,
-            "failed_check" => counts.failed_check = n,
-            "screened_out" => counts.screened_out = n,
-            _ => {}
-        }
+        let slot = match status {
+            ParticipantStatus::Active => &mut counts.active,
+            ParticipantStatus::Completed => &mut counts.completed,
+            ParticipantStatus::Withdrawn => &mut counts.withdrawn,
+            ParticipantStatus::NoConsent => &mut counts.no_consent,
+            ParticipantStatus::FailedCheck => &mut counts.failed_check,
+            ParticipantStatus::ScreenedOut => &mut counts.screened_out,
+        };
+        *slot = n;
     }
     counts.imported = participants::table
         .filter(participants::study_id.eq(study.id))
@@ -178,7 +184,7 @@ fn median_seconds(conn: &mut DbConnection, study: &Study) -> QueryResult<Option<
     let mut durations: Vec<i64> = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::completed_at.is_not_null())
-        .filter(participants::status.eq("completed"))
+        .filter(participants::status.eq(ParticipantStatus::Completed))
         .filter(participants::imported.eq(false))
         .order(participants::completed_at.desc())
         .limit(MEDIAN_OF_LATEST)
@@ -221,7 +227,7 @@ fn latest_completions(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec
         .left_join(situations::table)
         .filter(participants::study_id.eq(study.id))
         .filter(participants::completed_at.is_not_null())
-        .filter(participants::status.eq("completed"))
+        .filter(participants::status.eq(ParticipantStatus::Completed))
         .filter(participants::imported.eq(false))
         .order(participants::completed_at.desc())
         .limit(10)

@@ -11,6 +11,7 @@
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 
+use super::columns::{ItemOrder, Json, corrupt_row};
 use super::db::per_backend;
 use super::schema::{
     attention_checks, page_events, participants, responses, situation_counts, situations,
@@ -18,7 +19,8 @@ use super::schema::{
 use super::studies::Study;
 use super::{DbConnection, StoreError, now};
 use crate::domain::assignment::{self, Assignment, Cell};
-use crate::domain::survey::{Outcome, Page};
+use crate::domain::measure::Measure;
+use crate::domain::survey::{Outcome, Page, ParticipantStatus};
 
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
 #[diesel(table_name = participants)]
@@ -29,13 +31,13 @@ pub struct Participant {
     pub prolific_pid: Option<String>,
     pub prolific_study_id: Option<String>,
     pub prolific_session_id: Option<String>,
-    pub status: String,
-    pub page: String,
+    pub status: ParticipantStatus,
+    pub page: Page,
     pub situation_id: Option<i64>,
     pub assignment: Option<String>,
     pub reserved_until: Option<NaiveDateTime>,
-    pub order_default: Option<String>,
-    pub order_evoked: Option<String>,
+    pub order_default: Option<ItemOrder>,
+    pub order_evoked: Option<ItemOrder>,
     pub demographics: Option<String>,
     pub flag_straightline: bool,
     pub flag_fast: bool,
@@ -48,18 +50,19 @@ pub struct Participant {
 
 impl Participant {
     pub fn page(&self) -> Page {
-        Page::parse(&self.page).unwrap_or(Page::Ended)
+        self.page
     }
 
-    /// The item order shown on a questionnaire page (canonical when none was stored).
+    /// The item order shown on a questionnaire page (canonical when none was stored, or the
+    /// stored one is for another number of items).
     pub fn order(&self, page: Page, n: usize) -> Vec<u32> {
         let stored = match page {
-            Page::PanasBefore => self.order_default.as_deref(),
-            Page::PanasAfter => self.order_evoked.as_deref(),
+            Page::PanasBefore => self.order_default.as_ref(),
+            Page::PanasAfter => self.order_evoked.as_ref(),
             _ => None,
         };
         stored
-            .and_then(|s| serde_json::from_str::<Vec<u32>>(s).ok())
+            .map(|o| o.0.clone())
             .filter(|o| o.len() == n)
             .unwrap_or_else(|| (1..=n as u32).collect())
     }
@@ -82,10 +85,13 @@ pub fn by_public_id(
     let query = participants::table
         .filter(participants::study_id.eq(study_id))
         .filter(participants::public_id.eq(public_id));
-    per_backend!(conn, |c| query
+    let found = per_backend!(conn, |c| query
         .select(Participant::as_select())
         .get_result(c)
-        .optional())
+        .optional());
+    decoded(conn, found, |conn| {
+        query.select(participants::id).get_result(conn)
+    })
 }
 
 pub fn by_pid(
@@ -96,10 +102,13 @@ pub fn by_pid(
     let query = participants::table
         .filter(participants::study_id.eq(study_id))
         .filter(participants::prolific_pid.eq(pid));
-    per_backend!(conn, |c| query
+    let found = per_backend!(conn, |c| query
         .select(Participant::as_select())
         .get_result(c)
-        .optional())
+        .optional());
+    decoded(conn, found, |conn| {
+        query.select(participants::id).get_result(conn)
+    })
 }
 
 pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Participant> {
@@ -107,6 +116,23 @@ pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Participant> {
     per_backend!(conn, |c| query
         .select(Participant::as_select())
         .get_result(c))
+    .map_err(corrupt_row("participants", id))
+}
+
+/// A participant row that did not decode names its id (looked up again only then, so the
+/// hot path keeps its one query).
+fn decoded<T>(
+    conn: &mut DbConnection,
+    found: QueryResult<T>,
+    id_of: impl FnOnce(&mut DbConnection) -> QueryResult<i64>,
+) -> QueryResult<T> {
+    match found {
+        Err(e @ diesel::result::Error::DeserializationError(_)) => {
+            let row = id_of(conn).map_or_else(|_| "?".to_owned(), |id| id.to_string());
+            Err(corrupt_row("participants", row)(e))
+        }
+        other => other,
+    }
 }
 
 /// Situation cells of a study: completed and live reservations per situation of its set.
@@ -130,7 +156,7 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
     let completed: Vec<(Option<i64>, i64)> = per_backend!(conn, |c| completed.load(c))?;
     let active = participants::table
         .filter(participants::study_id.eq(study.id))
-        .filter(participants::status.eq("active"))
+        .filter(participants::status.eq(ParticipantStatus::Active))
         .filter(participants::reserved_until.gt(at))
         .group_by(participants::situation_id)
         .select((participants::situation_id, diesel::dsl::count_star()));
@@ -167,8 +193,6 @@ pub fn create(
     orders: (Vec<u32>, Vec<u32>),
 ) -> Result<Participant, StoreError> {
     let t = now();
-    let json =
-        |o: &Vec<u32>| serde_json::to_string(o).map_err(|e| StoreError::Corrupt(e.to_string()));
     let insert = diesel::insert_into(participants::table)
         .values((
             participants::study_id.eq(study.id),
@@ -176,10 +200,10 @@ pub fn create(
             participants::prolific_pid.eq(&arrival.prolific_pid),
             participants::prolific_study_id.eq(&arrival.prolific_study_id),
             participants::prolific_session_id.eq(&arrival.prolific_session_id),
-            participants::status.eq("active"),
-            participants::page.eq(Page::Consent.as_str()),
-            participants::order_default.eq(json(&orders.0)?),
-            participants::order_evoked.eq(json(&orders.1)?),
+            participants::status.eq(ParticipantStatus::Active),
+            participants::page.eq(Page::Consent),
+            participants::order_default.eq(Json(orders.0)),
+            participants::order_evoked.eq(Json(orders.1)),
             participants::user_agent.eq(&arrival.user_agent),
             participants::created_at.eq(t),
             participants::updated_at.eq(t),
@@ -220,7 +244,7 @@ fn record_event_at(
 ) -> QueryResult<()> {
     let insert = diesel::insert_into(page_events::table).values((
         page_events::participant_id.eq(participant),
-        page_events::page.eq(page.as_str()),
+        page_events::page.eq(page),
         page_events::event.eq(event),
         page_events::at.eq(at),
     ));
@@ -261,7 +285,7 @@ pub fn first_shown(
 ) -> QueryResult<Option<NaiveDateTime>> {
     page_events::table
         .filter(page_events::participant_id.eq(participant))
-        .filter(page_events::page.eq(page.as_str()))
+        .filter(page_events::page.eq(page))
         .filter(page_events::event.eq("shown"))
         .select(diesel::dsl::min(page_events::at))
         .get_result(conn)
@@ -277,7 +301,7 @@ pub enum Effect {
     Demographics(Vec<(String, String)>),
     /// (item number, display position, value).
     Answers {
-        phase: &'static str,
+        phase: Measure,
         answers: Vec<(u32, u32, i32)>,
     },
     Situation {
@@ -354,7 +378,7 @@ fn submit_in_tx(
             match assignment::assign(&cells, target, seed) {
                 Assignment::Assigned(draw) => {
                     let record = serde_json::to_string(&draw)
-                        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                        .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
                     hot::Assign {
                         id: participant,
                         situation: draw.situation_id,
@@ -436,8 +460,10 @@ fn submit_in_tx(
             let values = responses::table
                 .filter(responses::participant_id.eq(participant))
                 .select((responses::phase, responses::value));
-            let values: Vec<(String, i32)> = per_backend!(conn, |c| values.load(c))?;
-            let straight = ["default", "evoked"].iter().any(|ph| {
+            let values: Vec<(Measure, i32)> = per_backend!(conn, |c| values.load(c)).map_err(
+                corrupt_row("responses", format!("of participant {participant}")),
+            )?;
+            let straight = [Measure::Default, Measure::Evoked].iter().any(|ph| {
                 let v: Vec<i32> = values
                     .iter()
                     .filter(|(p, _)| p == ph)
@@ -447,7 +473,7 @@ fn submit_in_tx(
             });
             hot::Complete {
                 id: participant,
-                status: Outcome::Completed.status(),
+                status: Outcome::Completed.status().as_str(),
                 at: t,
                 straight,
             }
@@ -468,6 +494,7 @@ mod hot {
     use diesel::sql_types::{BigInt, Bool, Text, Timestamp};
     use diesel::{QueryResult, RunQueryDsl};
 
+    use crate::domain::survey::ParticipantStatus;
     use crate::store::DbConnection;
     use crate::store::db::MultiBackend;
 
@@ -494,7 +521,8 @@ mod hot {
             out.push_bind_param::<BigInt, _>(&self.id)?;
             out.push_sql(" AND page = ");
             out.push_bind_param::<Text, _>(self.from)?;
-            out.push_sql(" AND status = 'active'");
+            out.push_sql(" AND status = ");
+            out.push_bind_param::<Text, _>(ParticipantStatus::Active.as_str())?;
             Ok(())
         }
     }
@@ -581,7 +609,7 @@ fn end(
     diesel::update(participants::table.find(participant))
         .set((
             participants::status.eq(outcome.status()),
-            participants::page.eq(Page::Ended.as_str()),
+            participants::page.eq(Page::Ended),
             participants::reserved_until.eq(None::<NaiveDateTime>),
             participants::updated_at.eq(t),
             participants::completed_at.eq(Some(t)),
@@ -609,8 +637,8 @@ pub fn withdraw(conn: &mut DbConnection, participant: i64) -> Result<(), StoreEr
         delete_answers(conn, participant)?;
         diesel::update(participants::table.find(participant))
             .set((
-                participants::status.eq("withdrawn"),
-                participants::page.eq(Page::Withdrawn.as_str()),
+                participants::status.eq(ParticipantStatus::Withdrawn),
+                participants::page.eq(Page::Withdrawn),
                 participants::demographics.eq(None::<String>),
                 participants::reserved_until.eq(None::<NaiveDateTime>),
                 participants::updated_at.eq(now()),

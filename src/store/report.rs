@@ -5,6 +5,7 @@ use diesel::prelude::*;
 
 use super::DbConnection;
 use super::schema::{model_runs, model_trials, participants, responses};
+use crate::domain::survey::ParticipantStatus;
 
 /// One answer of a completed participant: participant, situation, phase, item, value.
 pub type AnswerRow = (i64, Option<i64>, String, i32, i32);
@@ -19,7 +20,7 @@ pub fn completed_answers(
     let mut query = responses::table
         .inner_join(participants::table)
         .filter(participants::study_id.eq(study_id))
-        .filter(participants::status.eq("completed"))
+        .filter(participants::status.eq(ParticipantStatus::Completed))
         .into_boxed();
     if let Some(side) = split {
         query = query.filter(participants::split.eq(side));

@@ -2,6 +2,7 @@
 
 use diesel::prelude::*;
 
+use super::columns::{Json, corrupt_row};
 use super::schema::{situations, studies};
 use super::{DbConnection, InstrumentId, SituationSetId, StoreError, StudyId, now};
 use crate::domain::study::{StudyConfig, StudyStatus};
@@ -12,7 +13,7 @@ pub struct StudySummary {
     pub id: StudyId,
     pub slug: String,
     pub title: String,
-    pub status: String,
+    pub status: StudyStatus,
     pub situations: i64,
 }
 
@@ -83,7 +84,7 @@ fn settings<'a>(config: &'a StudyConfig, sources: Sources) -> Result<Settings<'a
             "flag"
         },
         demographics: serde_json::to_string(&config.demographics)
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            .map_err(|e| StoreError::Inconsistent(e.to_string()))?,
         pid_param: &config.pid_param,
         study_id_param: &config.study_id_param,
         session_id_param: &config.session_id_param,
@@ -118,7 +119,7 @@ pub fn create(
         .values((
             row,
             studies::slug.eq(&config.slug),
-            studies::status.eq(status.as_str()),
+            studies::status.eq(status),
             studies::seed.eq(seed),
             studies::created_at.eq(t),
             studies::opened_at.eq((status == StudyStatus::Open).then_some(t)),
@@ -150,10 +151,15 @@ fn summaries(conn: &mut DbConnection, which: Which<'_>) -> QueryResult<Vec<Study
         .into_boxed();
     query = match which {
         Which::Slug(slug) => query.filter(studies::slug.eq(slug)),
-        Which::Open => query.filter(studies::status.eq(StudyStatus::Open.as_str())),
+        Which::Open => query.filter(studies::status.eq(StudyStatus::Open)),
         Which::All => query,
     };
-    let rows: Vec<(i64, String, String, String, Option<i64>)> = query.load(conn)?;
+    let rows: Vec<(i64, String, String, StudyStatus, Option<i64>)> = match query.load(conn) {
+        Err(e @ diesel::result::Error::DeserializationError(_)) => {
+            return Err(corrupt_row("studies", bad_status_row(conn))(e));
+        }
+        other => other?,
+    };
     let sets: Vec<i64> = rows.iter().filter_map(|r| r.4).collect();
     let counts: std::collections::HashMap<i64, i64> = if sets.is_empty() {
         Default::default()
@@ -178,6 +184,19 @@ fn summaries(conn: &mut DbConnection, which: Which<'_>) -> QueryResult<Vec<Study
         .collect())
 }
 
+/// The id of a study whose stored status does not decode (to name it in the error).
+fn bad_status_row(conn: &mut DbConnection) -> String {
+    let rows: QueryResult<Vec<(i64, String)>> = studies::table
+        .select((studies::id, studies::status))
+        .load(conn);
+    rows.ok()
+        .and_then(|rows| {
+            rows.into_iter()
+                .find(|(_, status)| StudyStatus::parse(status).is_none())
+        })
+        .map_or_else(|| "?".to_owned(), |(id, _)| id.to_string())
+}
+
 pub fn find(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<StudySummary>> {
     Ok(summaries(conn, Which::Slug(slug))?.pop())
 }
@@ -194,7 +213,7 @@ pub struct Study {
     pub id: i64,
     pub slug: String,
     pub title: String,
-    pub status: String,
+    pub status: StudyStatus,
     pub instrument_id: i64,
     pub situation_set_id: Option<i64>,
     pub consent_text: String,
@@ -202,7 +221,7 @@ pub struct Study {
     pub target_per_situation: i32,
     pub item_order: String,
     pub attention_check: String,
-    pub demographics: String,
+    pub demographics: Json<Vec<String>>,
     pub pid_param: String,
     pub study_id_param: String,
     pub session_id_param: String,
@@ -222,7 +241,7 @@ pub struct Study {
 
 impl Study {
     pub fn status(&self) -> StudyStatus {
-        self.status.parse().unwrap_or(StudyStatus::Closed)
+        self.status
     }
 
     pub fn shuffles_items(&self) -> bool {
@@ -235,7 +254,7 @@ impl Study {
 
     /// The demographic fields asked, in order.
     pub fn demographic_fields(&self) -> Vec<String> {
-        serde_json::from_str(&self.demographics).unwrap_or_default()
+        self.demographics.0.clone()
     }
 
     /// The completion code configured for an outcome, if any.
@@ -260,6 +279,7 @@ pub fn load(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<Study>> {
         // (see store::participants). The slug is unique.
         .get_result(conn)
         .optional()
+        .map_err(corrupt_row("studies", format!("slug {slug}")))
 }
 
 /// Every study, newest first (for the researchers' list).
@@ -287,23 +307,20 @@ pub fn set_status(conn: &mut DbConnection, id: StudyId, status: StudyStatus) -> 
     match status {
         StudyStatus::Open => q
             .set((
-                studies::status.eq(status.as_str()),
+                studies::status.eq(status),
                 studies::opened_at.eq(Some(t)),
                 studies::updated_at.eq(t),
             ))
             .execute(conn)?,
         StudyStatus::Closed => q
             .set((
-                studies::status.eq(status.as_str()),
+                studies::status.eq(status),
                 studies::closed_at.eq(Some(t)),
                 studies::updated_at.eq(t),
             ))
             .execute(conn)?,
         StudyStatus::Draft => q
-            .set((
-                studies::status.eq(status.as_str()),
-                studies::updated_at.eq(t),
-            ))
+            .set((studies::status.eq(status), studies::updated_at.eq(t)))
             .execute(conn)?,
     };
     Ok(())

@@ -8,6 +8,8 @@ use askama::Template;
 
 use super::context::{SurveyContext, prolific_completion_url};
 use crate::domain::instrument::Instrument;
+use crate::domain::measure::Measure;
+use crate::domain::survey::ParticipantStatus;
 use crate::domain::survey::{
     ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field, grade_check, parse_demographics,
     parse_questionnaire,
@@ -327,25 +329,25 @@ fn check_page(
 
 fn final_page(ctx: &SurveyContext, p: &Participant, page: Page, csrf: &str) -> DonePage {
     let prolific = p.prolific_pid.is_some();
-    let (outcome, heading, message) = match (page, p.status.as_str()) {
+    let (outcome, heading, message) = match (page, p.status) {
         (Page::Withdrawn, _) => (
             None,
             "You have withdrawn",
             "Your answers have been deleted. Thank you for your time. If you came from Prolific, \
              please return your submission there (choose \"Stop without completing\").",
         ),
-        (_, "completed") => (
+        (_, ParticipantStatus::Completed) => (
             Some(Outcome::Completed),
             "Thank you!",
             "You have completed the study.",
         ),
-        (_, "no_consent") => (
+        (_, ParticipantStatus::NoConsent) => (
             Some(Outcome::NoConsent),
             "You chose not to take part",
             "No answers were stored. Thank you for considering the study. If you came from \
              Prolific, please return your submission.",
         ),
-        (_, "failed_check") => (
+        (_, ParticipantStatus::FailedCheck) => (
             Some(Outcome::FailedAttentionCheck),
             "The study has ended",
             "Thank you for your time. The study ended after the attention question.",
@@ -377,14 +379,7 @@ fn final_page(ctx: &SurveyContext, p: &Participant, page: Page, csrf: &str) -> D
 fn after_submit(ctx: &SurveyContext, p: &Participant) -> String {
     let page = p.page();
     if page.is_terminal() && p.prolific_pid.is_some() {
-        let outcome = match p.status.as_str() {
-            "completed" => Some(Outcome::Completed),
-            "no_consent" => Some(Outcome::NoConsent),
-            "failed_check" => Some(Outcome::FailedAttentionCheck),
-            "screened_out" => Some(Outcome::ScreenedOut),
-            _ => None,
-        };
-        if let Some(code) = outcome.and_then(|o| ctx.study.code_for(o)) {
+        if let Some(code) = p.status.outcome().and_then(|o| ctx.study.code_for(o)) {
             return prolific_completion_url(code);
         }
     }
@@ -533,7 +528,7 @@ fn decide(
                 Ok(a) => Decision::Submit(
                     current.next().unwrap_or(Page::Done),
                     Effect::Answers {
-                        phase: current.phase().unwrap_or("default"),
+                        phase: current.phase().unwrap_or(Measure::Default),
                         answers: a.answers,
                     },
                 ),
@@ -715,7 +710,10 @@ pub async fn withdraw(
         Ok(p) => p,
         Err(redirect) => return Ok(redirect),
     };
-    if matches!(p.status.as_str(), "active" | "completed" | "failed_check") {
+    if matches!(
+        p.status,
+        ParticipantStatus::Active | ParticipantStatus::Completed | ParticipantStatus::FailedCheck
+    ) {
         let id = p.id;
         state
             .survey_db(move |conn| participants::withdraw(conn, id))

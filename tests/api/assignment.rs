@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use chrono::Duration;
 use diesel::prelude::*;
+use emotionbench::domain::measure::Measure;
 use emotionbench::domain::situation::{EMOTIONS, Situation};
 use emotionbench::domain::study::{StudyConfig, StudyStatus};
 use emotionbench::domain::survey::{Outcome, Page};
@@ -50,7 +51,7 @@ fn synthetic_situations() -> Vec<Situation> {
 
 /// The protocol's submits after consent, each with what the page stores.
 fn step(page: Page, rng: &mut ChaCha8Rng) -> (Page, Effect) {
-    let panas = |phase: &'static str, rng: &mut ChaCha8Rng| Effect::Answers {
+    let panas = |phase: Measure, rng: &mut ChaCha8Rng| Effect::Answers {
         phase,
         answers: (1..=20).map(|n| (n, n, rng.random_range(1..=5))).collect(),
     };
@@ -60,9 +61,9 @@ fn step(page: Page, rng: &mut ChaCha8Rng) -> (Page, Effect) {
             Page::PanasBefore,
             Effect::Demographics(vec![("gender".into(), "Prefer not to say".into())]),
         ),
-        Page::PanasBefore => (Page::Situation, panas("default", rng)),
+        Page::PanasBefore => (Page::Situation, panas(Measure::Default, rng)),
         Page::Situation => (Page::PanasAfter, Effect::Situation { too_fast: false }),
-        Page::PanasAfter => (Page::Check, panas("evoked", rng)),
+        Page::PanasAfter => (Page::Check, panas(Measure::Evoked, rng)),
         Page::Check => (
             Page::Debrief,
             Effect::Check {

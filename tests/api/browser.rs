@@ -646,8 +646,8 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
     let p = participants::by_pid(&mut conn, study.id, PID)
         .unwrap()
         .unwrap();
-    assert_eq!(p.status, "completed");
-    assert_eq!(p.page, "done");
+    assert_eq!(p.status.as_str(), "completed");
+    assert_eq!(p.page.as_str(), "done");
     assert_eq!(p.prolific_study_id.as_deref(), Some("st1"));
     assert_eq!(p.prolific_session_id.as_deref(), Some("se1"));
     assert!(p.situation_id.is_some());

@@ -9,6 +9,7 @@ mod admin;
 mod assignment;
 mod browser;
 mod cli;
+mod corrupt;
 mod crash;
 mod exports;
 mod faults;

@@ -178,7 +178,7 @@ fn the_whole_flow_from_the_prolific_link_to_the_completion_redirect(db: TestDb) 
     );
 
     let p = participant(&app, "flow", PID);
-    assert_eq!(p.status, "completed");
+    assert_eq!(p.status.as_str(), "completed");
     assert_eq!(p.prolific_study_id.as_deref(), Some("st1"));
     assert_eq!(p.prolific_session_id.as_deref(), Some("se1"));
     assert!(p.situation_id.is_some() && p.assignment.is_some());
@@ -363,7 +363,7 @@ fn declining_consent_ends_with_no_consent_and_stores_nothing(db: TestDb) {
         Some("https://app.prolific.com/submissions/complete?cc=NOCONSENT1")
     );
     let p = participant(&app, "decline", PID);
-    assert_eq!(p.status, "no_consent");
+    assert_eq!(p.status.as_str(), "no_consent");
     assert!(p.situation_id.is_none(), "no situation reserved");
     assert_eq!(count(&app, "responses"), 0);
     let (page, _) = b.open("/s/decline");
@@ -389,7 +389,7 @@ fn withdrawing_deletes_the_answers(db: TestDb) {
     );
     assert_eq!(count(&app, "responses"), 0);
     let p = participant(&app, "withdraw", PID);
-    assert_eq!(p.status, "withdrawn");
+    assert_eq!(p.status.as_str(), "withdrawn");
     assert!(p.demographics.is_none());
     let (page, _) = b.open("/s/withdraw");
     assert!(
@@ -460,7 +460,10 @@ fn the_completion_redirect_is_never_sent_before_the_commit(db: TestDb) {
         r.location(),
         Some("https://app.prolific.com/submissions/complete?cc=COMPLETE1")
     );
-    assert_eq!(participant(&app, "commit", PID).status, "completed");
+    assert_eq!(
+        participant(&app, "commit", PID).status.as_str(),
+        "completed"
+    );
 }
 
 fn closed_and_full_studies_show_a_polite_page(db: TestDb) {

@@ -1,0 +1,64 @@
+//! Stored values that do not decode are errors naming table, row and column, never a default:
+//! the participant sees the plain error page.
+
+use diesel::connection::SimpleConnection;
+use emotionbench::store::{StoreError, participants, studies};
+
+use crate::helpers::{TestApp, TestDb, spawn_app};
+use crate::on_both_backends;
+use crate::survey::{PID, make_study, walk_to};
+
+fn corrupt_status_of(app: &TestApp, slug: &str) -> i64 {
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let study = studies::load(&mut conn, slug).unwrap().unwrap();
+    let p = participants::by_pid(&mut conn, study.id, PID)
+        .unwrap()
+        .unwrap();
+    conn.batch_execute(&format!(
+        "UPDATE participants SET status = 'bogus' WHERE id = {}",
+        p.id
+    ))
+    .unwrap();
+    p.id
+}
+
+fn a_participant_whose_stored_status_does_not_decode_gets_the_error_page(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "corrupt", |_| {});
+    let b = app.browser();
+    let (_, path) = walk_to(
+        &b,
+        &format!("/s/corrupt?PROLIFIC_PID={PID}"),
+        "feelings-now",
+    );
+    let id = corrupt_status_of(&app, "corrupt");
+
+    let r = b.get(&path);
+    assert_eq!(r.status, 500, "{}", r.body);
+    assert!(r.body.contains("Something went wrong"), "{}", r.body);
+    // The plain page: the cause is for the log, not for the participant.
+    assert!(!r.body.contains("bogus"), "{}", r.body);
+
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let study = studies::load(&mut conn, "corrupt").unwrap().unwrap();
+    let err = StoreError::from(participants::by_pid(&mut conn, study.id, PID).unwrap_err());
+    match err {
+        StoreError::Corrupt {
+            table,
+            row,
+            column,
+            detail,
+        } => {
+            assert_eq!(
+                (table, row.as_str(), column.as_str()),
+                ("participants", id.to_string().as_str(), "status")
+            );
+            assert!(detail.contains("bogus"), "{detail}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+on_both_backends!(a_participant_whose_stored_status_does_not_decode_gets_the_error_page);
