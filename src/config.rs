@@ -93,6 +93,67 @@ pub struct ProviderConfig {
     /// The first backoff delay; each retry doubles it (with jitter), up to 60 s.
     #[serde(default = "default_backoff")]
     pub backoff_base_ms: u64,
+    /// Ask again after a reply cut off at the token cap (`truncated`); off by default because
+    /// the same cap cuts the same reply again, and a thinking model pays for its thinking
+    /// each time.
+    #[serde(default)]
+    pub retry_truncated: bool,
+    /// Ask again after a refusal or a safety block (`refused`, `blocked`); off by default: the
+    /// refusal is the model's answer to this situation and is what the record should keep.
+    #[serde(default)]
+    pub retry_refused: bool,
+    /// Per-model parameter capabilities that replace the built-in profile's
+    /// (`[[providers.models]]` tables; the first whose pattern matches the model wins).
+    #[serde(default)]
+    pub models: Vec<ModelOverride>,
+}
+
+/// Which request field carries the output-token cap (OpenAI-compatible servers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenField {
+    /// `max_tokens`: what OpenAI-compatible servers (vLLM, llama.cpp, Mistral) read.
+    MaxTokens,
+    /// `max_completion_tokens`: OpenAI's reasoning models refuse `max_tokens`.
+    MaxCompletionTokens,
+}
+
+impl TokenField {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenField::MaxTokens => "max_tokens",
+            TokenField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+/// One `[[providers.models]]` table: what to send to the models whose id matches `pattern`
+/// (`*` matches any run of characters, e.g. `o3*` or `*-thinking`). Unset keys keep the
+/// built-in profile's value.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelOverride {
+    pub pattern: String,
+    /// Send the run's temperature.
+    #[serde(default)]
+    pub temperature: Option<bool>,
+    /// Send the run's top_p.
+    #[serde(default)]
+    pub top_p: Option<bool>,
+    /// The highest temperature the API accepts.
+    #[serde(default)]
+    pub max_temperature: Option<f64>,
+    #[serde(default)]
+    pub token_field: Option<TokenField>,
+    /// The output cap sent is at least this (thinking counts against the cap).
+    #[serde(default)]
+    pub min_output_tokens: Option<u32>,
+    /// The name of the seed field (`seed`, `random_seed`), or "" to send no seed.
+    #[serde(default)]
+    pub seed_field: Option<String>,
+    /// The model takes a system message (false: it is put before the first user turn).
+    #[serde(default)]
+    pub system_message: Option<bool>,
 }
 
 fn default_concurrency() -> u32 {
@@ -128,6 +189,9 @@ impl ProviderConfig {
             max_attempts: default_max_attempts(),
             max_parse_attempts: default_parse_attempts(),
             backoff_base_ms: default_backoff(),
+            retry_truncated: false,
+            retry_refused: false,
+            models: Vec::new(),
         }
     }
 
@@ -161,6 +225,20 @@ impl ProviderConfig {
             if !(price.is_finite() && price >= 0.0) {
                 return Err(format!(
                     "provider {name}: prices must be non-negative numbers"
+                ));
+            }
+        }
+        for m in &self.models {
+            if m.pattern.trim().is_empty() {
+                return Err(format!(
+                    "provider {name}: a [[providers.models]] table has an empty pattern"
+                ));
+            }
+            if m.max_temperature
+                .is_some_and(|t| !(t.is_finite() && t >= 0.0))
+            {
+                return Err(format!(
+                    "provider {name}: max_temperature must be a non-negative number"
                 ));
             }
         }

@@ -10,6 +10,7 @@ use crate::domain::instrument::Instrument;
 use crate::domain::prompt::canonical_order;
 use crate::domain::prompt::{ChatMessage, Measure, Template, parse_custom_template, render};
 use crate::domain::run::{RunParams, Selection, TESTED_SET, plan_trials, trial_order};
+use crate::llm::profiles::{self, RunManifest};
 use crate::store::runs::{self, NewRun, NewTrial};
 use crate::store::situations::StoredSituation;
 use crate::store::studies::{self, Study};
@@ -132,6 +133,9 @@ pub struct Created {
     pub instrument: String,
     /// The emotion whose situations an emotion-specific scale took by default.
     pub scale_emotion: Option<&'static str>,
+    /// Where the model's requests differ from what was asked (a model that takes no
+    /// temperature, a raised token cap), to show before the run starts.
+    pub notes: Vec<String>,
 }
 
 /// Creates a run with all its trials and records the provider's config and the audit entry, in
@@ -191,6 +195,12 @@ pub fn create(
     if let Template::Custom(c) = &template {
         params.custom_template = Some(c.clone());
     }
+    let sent = profiles::plan(provider, &req.model, &params).map_err(invalid)?;
+    let notes = sent.notes.clone();
+    let manifest = RunManifest {
+        requested: params,
+        sent: Some(sent),
+    };
     let new = NewRun {
         study_id: Some(study.id),
         provider: provider.name.clone(),
@@ -198,7 +208,7 @@ pub fn create(
         instrument_id: instrument_id.0,
         situation_set_id: set.map(|s| s.0),
         template: template.name(),
-        params: serde_json::to_string(&params).map_err(|e| invalid(e.to_string()))?,
+        params: serde_json::to_string(&manifest).map_err(|e| invalid(e.to_string()))?,
         selection: serde_json::to_string(&req.selection).map_err(|e| invalid(e.to_string()))?,
         repeats: i32::try_from(req.repeats).map_err(|_| invalid("too many repeats"))?,
         default_repeats: i32::try_from(req.default_repeats)
@@ -234,6 +244,7 @@ pub fn create(
             .target_emotion()
             .filter(|_| whole_set && req.repeats > 0),
         instrument: instrument.key,
+        notes,
     })
 }
 

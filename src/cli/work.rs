@@ -98,6 +98,9 @@ pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
         "run {} created: {} trials, seed {}, instrument {}",
         created.run, created.trials, created.seed, created.instrument
     );
+    for note in &created.notes {
+        eprintln!("note: {note}");
+    }
     if let Some(emotion) = created.scale_emotion {
         println!(
             "{} is the {emotion} scale: the run takes the {emotion} situations of the set \

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::ProviderConfig;
 
-use super::wire::{self, Completion};
+use super::wire::{self, Completion, NoAnswer, ReplyProblem};
 
 /// What went wrong with one request, by what should happen next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,12 +22,26 @@ pub enum ErrorClass {
     Timeout,
     /// Refused, reset or broken connection: retry with backoff.
     Connection,
-    /// 401/403 or no key: never retried; the run fails with a message.
+    /// 401/403, no key, or a key the provider calls invalid in its body (Gemini answers 400
+    /// `API_KEY_INVALID`): never retried; the run fails with a message.
     Auth,
+    /// The account's quota, credit or spend limit is used up (OpenAI 429 `insufficient_quota`,
+    /// Anthropic `billing_error` or its spend-limit 400, Gemini per-day `RESOURCE_EXHAUSTED`):
+    /// retrying cannot help, so the run fails with a message.
+    Quota,
+    /// 404: the model (or the base URL) does not exist; the run fails with a message.
+    UnknownModel,
     /// 400 and other 4xx: the request itself is wrong; not retried.
     BadRequest,
     /// The reply was not a completion we can read, or its text not the answers (parse).
     Parse,
+    /// The reply stopped at the token cap (no answer, or an unreadable partial one); not
+    /// re-asked unless the provider says `retry_truncated`.
+    Truncated,
+    /// The model declined to answer; not re-asked unless `retry_refused`.
+    Refused,
+    /// The provider's safety system withheld the prompt or the reply; as `Refused`.
+    Blocked,
 }
 
 impl ErrorClass {
@@ -38,9 +52,22 @@ impl ErrorClass {
             ErrorClass::Timeout => "timeout",
             ErrorClass::Connection => "connection",
             ErrorClass::Auth => "auth",
+            ErrorClass::Quota => "quota",
+            ErrorClass::UnknownModel => "unknown_model",
             ErrorClass::BadRequest => "bad_request",
             ErrorClass::Parse => "parse",
+            ErrorClass::Truncated => "truncated",
+            ErrorClass::Refused => "refused",
+            ErrorClass::Blocked => "blocked",
         }
+    }
+
+    /// Not the trial's fault and the same for every trial: the run stops with the message.
+    pub fn stops_the_run(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Auth | ErrorClass::Quota | ErrorClass::UnknownModel
+        )
     }
 
     /// Worth another attempt after a pause.
@@ -64,18 +91,35 @@ pub struct CallError {
     pub message: String,
     /// The reply body, when there was one (recorded with the attempt).
     pub body: Option<String>,
+    /// From `retry-after-ms`, `Retry-After`, or Gemini's `RetryInfo.retryDelay` in the body.
     pub retry_after: Option<Duration>,
+    /// The provider's `x-should-retry` header, which overrides the class's own answer.
+    pub should_retry: Option<bool>,
+    /// What a 2xx reply that held no answer said about itself.
+    pub reply: Option<Box<ReplyProblem>>,
 }
 
 impl CallError {
-    fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
         Self {
             class,
             http_status: None,
             message: message.into(),
             body: None,
             retry_after: None,
+            should_retry: None,
+            reply: None,
         }
+    }
+
+    /// Worth another attempt after a pause: the class says so unless the provider said
+    /// otherwise in `x-should-retry` (as the official OpenAI and Anthropic SDKs read it; a
+    /// run-level stop is never retried).
+    pub fn is_transient(&self) -> bool {
+        if self.class.stops_the_run() {
+            return false;
+        }
+        self.should_retry.unwrap_or(self.class.is_transient())
     }
 }
 
@@ -85,6 +129,104 @@ pub struct CallOk {
     pub http_status: u16,
     pub body: String,
     pub completion: Completion,
+}
+
+/// `retry-after-ms` (milliseconds, as the OpenAI and Anthropic APIs send it), else
+/// `Retry-After`.
+pub fn header_delay(
+    retry_after_ms: Option<&str>,
+    retry_after: Option<&str>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Duration> {
+    let ms = retry_after_ms
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(|v| Duration::from_secs_f64((v / 1000.0).min(3600.0)));
+    ms.or_else(|| retry_after.and_then(|v| parse_retry_after(v, now)))
+}
+
+/// A `google.protobuf.Duration` in its JSON form (`"26s"`, `"1.5s"`).
+fn proto_duration(v: &str) -> Option<Duration> {
+    let secs: f64 = v.trim().strip_suffix('s')?.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
+}
+
+/// What an error body says, beyond its status.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ErrorBody {
+    /// OpenAI `error.code` / `error.type`, Anthropic `error.type`, Gemini `error.status` and
+    /// the `reason` of its `google.rpc.ErrorInfo` detail.
+    pub codes: Vec<String>,
+    pub message: Option<String>,
+    /// Gemini `google.rpc.RetryInfo.retryDelay`.
+    pub retry_delay: Option<Duration>,
+    /// Gemini `google.rpc.QuotaFailure` violations' `quotaId`s.
+    pub quota_ids: Vec<String>,
+}
+
+/// Reads the error shapes of the three APIs (all put an `error` object at the top):
+/// OpenAI `{"error": {"message", "type", "param", "code"}}`; Anthropic `{"type": "error",
+/// "error": {"type", "message"}}`; Gemini `{"error": {"code", "message", "status", "details":
+/// [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason"}, {"@type":
+/// "…google.rpc.QuotaFailure", "violations": [{"quotaId"}]}, {"@type":
+/// "…google.rpc.RetryInfo", "retryDelay": "26s"}]}}`.
+pub fn read_error_body(body: &str) -> ErrorBody {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return ErrorBody::default();
+    };
+    let e = &v["error"];
+    let mut out = ErrorBody {
+        message: e["message"].as_str().map(str::to_owned),
+        ..ErrorBody::default()
+    };
+    for key in ["code", "type", "status"] {
+        if let Some(c) = e[key].as_str() {
+            out.codes.push(c.to_owned());
+        }
+    }
+    for d in e["details"].as_array().into_iter().flatten() {
+        let kind = d["@type"].as_str().unwrap_or("");
+        if let Some(r) = d["reason"].as_str() {
+            out.codes.push(r.to_owned());
+        }
+        if kind.ends_with("google.rpc.RetryInfo") {
+            out.retry_delay = d["retryDelay"].as_str().and_then(proto_duration);
+        }
+        if kind.ends_with("google.rpc.QuotaFailure") {
+            for q in d["violations"].as_array().into_iter().flatten() {
+                if let Some(id) = q["quotaId"].as_str() {
+                    out.quota_ids.push(id.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The class of a non-2xx reply, from its status and body.
+pub fn classify_status(status: u16, body: &ErrorBody) -> ErrorClass {
+    let has = |c: &str| body.codes.iter().any(|x| x == c);
+    let message = body.message.as_deref().unwrap_or("");
+    // Anthropic's spend limit is a 400 invalid_request_error whose message begins "You have
+    // reached your specified API usage limits" (or "…workspace API usage limits"); a used-up
+    // credit balance says "Your credit balance is too low".
+    let spend_limit = message.starts_with("You have reached your specified")
+        || message.contains("credit balance is too low");
+    // Gemini's per-day quotas (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`) reset at
+    // midnight Pacific: waiting out a retryDelay of seconds only spins.
+    let per_day = body.quota_ids.iter().any(|q| q.contains("PerDay"));
+    match status {
+        _ if has("insufficient_quota") || has("billing_error") || spend_limit => ErrorClass::Quota,
+        429 if per_day => ErrorClass::Quota,
+        429 => ErrorClass::RateLimited,
+        401 | 403 => ErrorClass::Auth,
+        400 if has("API_KEY_INVALID") => ErrorClass::Auth,
+        402 => ErrorClass::Quota,
+        404 => ErrorClass::UnknownModel,
+        408 => ErrorClass::Timeout,
+        500..=599 => ErrorClass::Server,
+        _ => ErrorClass::BadRequest,
+    }
 }
 
 /// `Retry-After`: delay-seconds or an HTTP date.
@@ -267,6 +409,13 @@ impl Provider {
         }
     }
 
+    /// A provider-wide pause (a `Retry-After` on a 503, say): no request starts before it ends.
+    pub fn hold(&self, d: Duration) {
+        let until = Instant::now() + d;
+        let mut s = self.lock();
+        s.hold_until = Some(s.hold_until.map_or(until, |h| h.max(until)));
+    }
+
     /// A success: grow the concurrency back, one slot per `limit` successes (AIMD).
     pub fn on_success(&self) {
         let max = f64::from(self.config.concurrency);
@@ -300,11 +449,22 @@ impl Provider {
         }
         let mut resp = req.send(body).map_err(classify_transport)?;
         let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, chrono::Utc::now()));
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = header_delay(
+            header("retry-after-ms").as_deref(),
+            header("retry-after").as_deref(),
+            chrono::Utc::now(),
+        );
+        let should_retry = match header("x-should-retry").as_deref() {
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            _ => None,
+        };
         let text = resp
             .body_mut()
             .with_config()
@@ -318,40 +478,54 @@ impl Provider {
                     body: text,
                     completion,
                 }),
-                Err(message) => Err(CallError {
-                    class: ErrorClass::Parse,
+                Err(problem) => Err(CallError {
+                    class: match problem.kind {
+                        NoAnswer::Unreadable => ErrorClass::Parse,
+                        NoAnswer::Truncated => ErrorClass::Truncated,
+                        NoAnswer::Refused => ErrorClass::Refused,
+                        NoAnswer::Blocked => ErrorClass::Blocked,
+                    },
                     http_status: Some(status),
-                    message,
+                    message: problem.message.clone(),
                     body: Some(text),
                     retry_after: None,
+                    should_retry: None,
+                    reply: Some(Box::new(problem)),
                 }),
             };
         }
-        let class = match status {
-            429 => ErrorClass::RateLimited,
-            401 | 403 => ErrorClass::Auth,
-            408 => ErrorClass::Timeout,
-            500..=599 => ErrorClass::Server,
-            _ => ErrorClass::BadRequest,
-        };
+        let parsed = read_error_body(&text);
+        let class = classify_status(status, &parsed);
         let excerpt: String = text.chars().take(300).collect();
+        let detail = parsed.message.clone().unwrap_or(excerpt);
+        let name = &self.config.name;
         let message = match class {
             ErrorClass::Auth => format!(
-                "provider {} refused the request with HTTP {status} (check the key in {}): {excerpt}",
-                self.config.name,
+                "provider {name} refused the request with HTTP {status} (check the key in {}): {detail}",
                 self.config
                     .api_key_env
                     .as_deref()
                     .unwrap_or("no key variable configured"),
             ),
-            _ => format!("HTTP {status}: {excerpt}"),
+            ErrorClass::Quota => format!(
+                "provider {name} says the account's quota, credit or spend limit is used up \
+                 (HTTP {status}); the run stops until it is raised, then `emotionbench run resume`: \
+                 {detail}"
+            ),
+            ErrorClass::UnknownModel => format!(
+                "provider {name} does not know model {model:?} at {} (HTTP {status}): {detail}",
+                self.config.base_url
+            ),
+            _ => format!("HTTP {status}: {detail}"),
         };
         Err(CallError {
             class,
             http_status: Some(status),
             message,
             body: Some(text),
-            retry_after,
+            retry_after: retry_after.or(parsed.retry_delay),
+            should_retry,
+            reply: None,
         })
     }
 }
@@ -451,5 +625,55 @@ mod tests {
         let e = p.send("m", "{}").err().unwrap();
         assert_eq!(e.class, ErrorClass::Auth);
         assert!(e.message.contains("EB_TEST_NO_SUCH_KEY"));
+    }
+
+    #[test]
+    fn error_bodies_choose_the_class() {
+        let gemini_key = r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}"#;
+        assert_eq!(
+            classify_status(400, &read_error_body(gemini_key)),
+            ErrorClass::Auth
+        );
+        let per_minute = r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+        let b = read_error_body(per_minute);
+        assert_eq!(b.retry_delay, Some(Duration::from_secs(26)));
+        assert_eq!(classify_status(429, &b), ErrorClass::RateLimited);
+        let per_day = per_minute.replace("PerMinute", "PerDay");
+        assert_eq!(
+            classify_status(429, &read_error_body(&per_day)),
+            ErrorClass::Quota
+        );
+        let quota = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+        assert_eq!(
+            classify_status(429, &read_error_body(quota)),
+            ErrorClass::Quota
+        );
+        let billing = r#"{"type":"error","error":{"type":"billing_error","message":"x"}}"#;
+        assert_eq!(
+            classify_status(402, &read_error_body(billing)),
+            ErrorClass::Quota
+        );
+        assert_eq!(
+            classify_status(404, &ErrorBody::default()),
+            ErrorClass::UnknownModel
+        );
+        assert_eq!(
+            classify_status(429, &read_error_body("<html>")),
+            ErrorClass::RateLimited
+        );
+    }
+
+    #[test]
+    fn retry_after_ms_wins_over_retry_after() {
+        let now = chrono::Utc::now();
+        assert_eq!(
+            header_delay(Some("1500"), Some("9"), now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            header_delay(None, Some("2"), now),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(header_delay(Some("soon"), None, now), None);
     }
 }

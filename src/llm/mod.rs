@@ -4,5 +4,6 @@
 
 pub mod client;
 pub mod fake;
+pub mod profiles;
 pub mod runner;
 pub mod wire;

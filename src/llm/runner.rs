@@ -15,12 +15,13 @@ use crate::config::Settings;
 use crate::domain::instrument::Instrument;
 use crate::domain::parse::{ParseSpec, parse_reply};
 use crate::domain::prompt::{Measure, Template, render, trial_seed};
-use crate::domain::run::{RunParams, cost_micros};
+use crate::domain::run::cost_micros;
 use crate::store::runs::{self, AttemptOutcome, Trial, TrialOutcome};
 use crate::store::{InstrumentId, Pool, RunId, SituationSetId, StoreError, TrialId};
 use crate::store::{instruments, situations};
 
 use super::client::{CallError, CallOk, ErrorClass, Provider, estimate_tokens};
+use super::profiles::{self, RunManifest, SentParams};
 use super::wire;
 
 /// How a worker behaves.
@@ -80,7 +81,8 @@ struct RunContext {
     provider: Arc<Provider>,
     instrument: Instrument,
     template: Template,
-    params: RunParams,
+    /// What every request of the run carries.
+    sent: SentParams,
     /// Situation key -> text.
     situations: HashMap<String, String>,
 }
@@ -182,8 +184,15 @@ impl Worker {
                 format!("provider {:?} is not in this worker's config", r.provider),
             )
         })?;
-        let params: RunParams = serde_json::from_str(&r.params)
+        let manifest: RunManifest = serde_json::from_str(&r.params)
             .map_err(|e| RunnerError::Unusable(id, format!("stored parameters: {e}")))?;
+        // Runs made before profiles recorded what they send get it worked out now.
+        let sent = match manifest.sent {
+            Some(s) => s,
+            None => profiles::plan(&provider.config, &r.model, &manifest.requested)
+                .map_err(|e| RunnerError::Unusable(id, e))?,
+        };
+        let params = manifest.requested;
         let template = match (Template::builtin(&r.template), &params.custom_template) {
             (Some(t), _) => t,
             (None, Some(c)) => Template::Custom(c.clone()),
@@ -207,7 +216,7 @@ impl Worker {
             provider,
             instrument,
             template,
-            params,
+            sent,
             situations,
         });
         self.contexts
@@ -315,6 +324,8 @@ impl Worker {
                 input_tokens: None,
                 output_tokens: None,
                 cost_micros: None,
+                finish_reason: None,
+                model_version: None,
             },
         )?;
         Ok(())
@@ -368,7 +379,7 @@ impl Worker {
             runs::release(&mut *self.conn()?, id, owner, None)?;
             return Ok(Attempted::Over);
         }
-        let estimate = estimate_tokens(body, ctx.params.max_tokens);
+        let estimate = estimate_tokens(body, ctx.sent.max_tokens);
         let wait = ctx.provider.reserve(estimate);
         if !self.sleep(wait, Some(id)) {
             runs::release(&mut *self.conn()?, id, owner, None)?;
@@ -387,16 +398,27 @@ impl Worker {
         match result {
             Ok(ok) => {
                 ctx.provider.on_success();
-                let (i, o) = (
-                    ok.completion.input_tokens.unwrap_or(0),
-                    ok.completion.output_tokens.unwrap_or(0),
+                let c = &ok.completion;
+                let used = c.input_tokens.unwrap_or(0) + c.output_tokens.unwrap_or(0);
+                ctx.provider.settle_tokens(estimate, used);
+                tally.reply(
+                    c.input_tokens,
+                    c.output_tokens,
+                    &c.finish_reason,
+                    &c.model_version,
                 );
-                ctx.provider.settle_tokens(estimate, i + o);
-                tally.input += i;
-                tally.output += o;
                 self.on_reply(ctx, id, attempt, ok, latency, spec, tally)
             }
             Err(e) => {
+                if let Some(r) = &e.reply {
+                    // A 2xx without an answer was still generated, and billed.
+                    tally.reply(
+                        r.input_tokens,
+                        r.output_tokens,
+                        &r.finish_reason,
+                        &r.model_version,
+                    );
+                }
                 runs::finish_attempt(
                     &mut *self.conn()?,
                     id,
@@ -407,7 +429,8 @@ impl Worker {
                         error_class: Some(e.class.as_str().into()),
                         error: Some(e.message.clone()),
                         latency_ms: Some(latency),
-                        ..AttemptOutcome::default()
+                        input_tokens: e.reply.as_ref().and_then(|r| r.input_tokens),
+                        output_tokens: e.reply.as_ref().and_then(|r| r.output_tokens),
                     },
                 )?;
                 Ok(Attempted::Failed(Failed {
@@ -450,34 +473,32 @@ impl Worker {
                     RunId(ctx.run.id),
                     id,
                     &self.opts.owner,
-                    &TrialOutcome {
-                        done: true,
-                        raw_reply: Some(text),
-                        scores,
-                        error_class: None,
-                        error: None,
-                        latency_ms: Some(latency),
-                        input_tokens: Some(tally.input),
-                        output_tokens: Some(tally.output),
-                        cost_micros: tally.cost(ctx),
-                    },
+                    &tally.outcome(ctx, true, Some(text), scores, None, Some(latency)),
                 )?;
                 Ok(Attempted::Over)
             }
             Err(e) => {
-                let message = format!("{} ({})", e, e.class());
-                outcome.error_class = Some(ErrorClass::Parse.as_str().into());
+                // A reply cut at the cap is not re-asked as unreadable: the same cap cuts it
+                // again.
+                let (class, message) = if ok.completion.truncated {
+                    (
+                        ErrorClass::Truncated,
+                        format!(
+                            "the reply stopped at the token cap ({}) before its answers could be read: {e}",
+                            ok.completion.finish_reason.as_deref().unwrap_or("?")
+                        ),
+                    )
+                } else {
+                    (ErrorClass::Parse, format!("{} ({})", e, e.class()))
+                };
+                outcome.error_class = Some(class.as_str().into());
                 outcome.error = Some(message.clone());
                 runs::finish_attempt(&mut *self.conn()?, id, attempt, &outcome)?;
+                let mut error = CallError::new(class, message);
+                error.http_status = Some(ok.http_status);
                 Ok(Attempted::Failed(Failed {
                     reply: Some(text),
-                    error: CallError {
-                        class: ErrorClass::Parse,
-                        http_status: Some(ok.http_status),
-                        message,
-                        body: None,
-                        retry_after: None,
-                    },
+                    error,
                     latency,
                 }))
             }
@@ -497,57 +518,62 @@ impl Worker {
         let run_id = RunId(ctx.run.id);
         let owner = self.opts.owner.as_str();
         let error = &failed.error;
-        match error.class {
-            ErrorClass::Auth => {
-                // Not the trial's fault: it goes back to the queue, the run stops with a
-                // message, and `runs resume` after fixing the key picks it up again.
-                let mut conn = self.conn()?;
-                runs::release(&mut conn, id, owner, Some(("auth", &error.message)))?;
-                runs::fail(&mut conn, run_id, &error.message)?;
-                tracing::error!(run = run_id.0, message = %error.message, "run failed");
-                Ok(false)
-            }
-            ErrorClass::BadRequest => {
-                let message = error.message.clone();
-                self.give_up(ctx, id, tally, error.class.as_str(), message, failed)
-            }
-            ErrorClass::Parse => {
-                tally.parse_failures += 1;
-                if tally.parse_failures >= config.max_parse_attempts
-                    || tally.sent >= config.max_attempts
-                {
-                    let message = format!(
-                        "no readable answers after {} replies; last: {}",
-                        tally.parse_failures, error.message
-                    );
-                    return self.give_up(ctx, id, tally, "parse", message, failed);
-                }
-                // Ask again at once: the reply was valid, only unreadable.
-                Ok(true)
-            }
-            class => {
-                tally.transient += 1;
-                if tally.sent >= config.max_attempts {
-                    let message = format!(
-                        "gave up after {} attempts; last: {}",
-                        tally.sent, error.message
-                    );
-                    return self.give_up(ctx, id, tally, class.as_str(), message, failed);
-                }
-                if class == ErrorClass::RateLimited {
-                    ctx.provider.on_rate_limited(error.retry_after);
-                }
-                let delay = error
-                    .retry_after
-                    .unwrap_or_else(|| backoff(config.backoff_base_ms, tally.transient));
-                tracing::debug!(trial = id.0, class = class.as_str(), ?delay, "retrying");
-                if !self.sleep(delay, Some(id)) {
-                    runs::release(&mut *self.conn()?, id, owner, None)?;
-                    return Ok(false);
-                }
-                Ok(true)
-            }
+        let class = error.class;
+        if class.stops_the_run() {
+            // Not the trial's fault: it goes back to the queue, the run stops with a message,
+            // and `runs resume` after fixing the key, the quota or the model picks it up again.
+            let mut conn = self.conn()?;
+            runs::release(&mut conn, id, owner, Some((class.as_str(), &error.message)))?;
+            runs::fail(&mut conn, run_id, &error.message)?;
+            tracing::error!(run = run_id.0, message = %error.message, "run failed");
+            return Ok(false);
         }
+        let reask = match class {
+            ErrorClass::Parse => true,
+            ErrorClass::Truncated => config.retry_truncated,
+            ErrorClass::Refused | ErrorClass::Blocked => config.retry_refused,
+            _ => false,
+        };
+        if reask {
+            tally.parse_failures += 1;
+            if tally.parse_failures >= config.max_parse_attempts
+                || tally.sent >= config.max_attempts
+            {
+                let message = format!(
+                    "no readable answers after {} replies; last: {}",
+                    tally.parse_failures, error.message
+                );
+                return self.give_up(ctx, id, tally, class.as_str(), message, failed);
+            }
+            // Ask again at once: the reply was valid, only unreadable.
+            return Ok(true);
+        }
+        if !error.is_transient() {
+            let message = error.message.clone();
+            return self.give_up(ctx, id, tally, class.as_str(), message, failed);
+        }
+        tally.transient += 1;
+        if tally.sent >= config.max_attempts {
+            let message = format!(
+                "gave up after {} attempts; last: {}",
+                tally.sent, error.message
+            );
+            return self.give_up(ctx, id, tally, class.as_str(), message, failed);
+        }
+        if class == ErrorClass::RateLimited {
+            ctx.provider.on_rate_limited(error.retry_after);
+        } else if let Some(d) = error.retry_after {
+            ctx.provider.hold(d);
+        }
+        let delay = error
+            .retry_after
+            .unwrap_or_else(|| backoff(config.backoff_base_ms, tally.transient));
+        tracing::debug!(trial = id.0, class = class.as_str(), ?delay, "retrying");
+        if !self.sleep(delay, Some(id)) {
+            runs::release(&mut *self.conn()?, id, owner, None)?;
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// Records the trial as failed with the last attempt's reply; the trial is over.
@@ -565,17 +591,7 @@ impl Worker {
             RunId(ctx.run.id),
             id,
             &self.opts.owner,
-            &TrialOutcome {
-                done: false,
-                raw_reply: failed.reply,
-                scores: None,
-                error_class: Some(class.to_owned()),
-                error: Some(message),
-                latency_ms: Some(failed.latency),
-                input_tokens: Some(tally.input),
-                output_tokens: Some(tally.output),
-                cost_micros: tally.cost(ctx),
-            },
+            &tally.failed(ctx, class, message, failed.reply, failed.latency),
         )?;
         Ok(false)
     }
@@ -607,7 +623,7 @@ fn prepare(ctx: &RunContext, trial: &Trial) -> Result<Prepared, String> {
         ctx.provider.config.kind,
         &ctx.run.model,
         &messages,
-        &ctx.params,
+        &ctx.sent,
         seed,
     )
     .to_string();
@@ -620,18 +636,101 @@ struct Tally {
     sent: u32,
     parse_failures: u32,
     transient: u32,
-    input: i64,
-    output: i64,
+    /// None once a reply did not say its usage: the trial's total is then unknown, not low.
+    input: Option<i64>,
+    output: Option<i64>,
+    /// Replies counted (until the first, the totals are 0, not unknown).
+    replies: u32,
+    /// Why the last reply stopped, and the snapshot that answered.
+    finish_reason: Option<String>,
+    model_version: Option<String>,
 }
 
 impl Tally {
-    fn cost(&self, ctx: &RunContext) -> Option<i64> {
+    fn reply(
+        &mut self,
+        input: Option<i64>,
+        output: Option<i64>,
+        finish: &Option<String>,
+        model: &Option<String>,
+    ) {
+        let first = self.replies == 0;
+        let add = |total: Option<i64>, n: Option<i64>| match (total, n) {
+            (_, None) => None,
+            (None, Some(n)) if first => Some(n),
+            (None, Some(_)) => None,
+            (Some(t), Some(n)) => Some(t + n),
+        };
+        self.input = add(self.input, input);
+        self.output = add(self.output, output);
+        self.replies += 1;
+        self.finish_reason = finish.clone();
+        self.model_version = model.clone().or(self.model_version.take());
+    }
+
+    /// The token totals: 0 before any reply, unknown once a reply did not say.
+    fn tokens(&self) -> (Option<i64>, Option<i64>) {
+        if self.replies == 0 {
+            (Some(0), Some(0))
+        } else {
+            (self.input, self.output)
+        }
+    }
+
+    fn outcome(
+        &self,
+        ctx: &RunContext,
+        done: bool,
+        raw_reply: Option<String>,
+        scores: Option<String>,
+        error: Option<(&str, String)>,
+        latency_ms: Option<i64>,
+    ) -> TrialOutcome {
         let config = &ctx.provider.config;
-        cost_micros(
-            self.input,
-            self.output,
-            config.price_input_per_mtok,
-            config.price_output_per_mtok,
+        let (input, output) = self.tokens();
+        let cost = match (input, output) {
+            (Some(i), Some(o)) => cost_micros(
+                i,
+                o,
+                config.price_input_per_mtok,
+                config.price_output_per_mtok,
+            ),
+            _ => None,
+        };
+        let (error_class, error) = match error {
+            Some((c, m)) => (Some(c.to_owned()), Some(m)),
+            None => (None, None),
+        };
+        TrialOutcome {
+            done,
+            raw_reply,
+            scores,
+            error_class,
+            error,
+            latency_ms,
+            input_tokens: input,
+            output_tokens: output,
+            cost_micros: cost,
+            finish_reason: self.finish_reason.clone(),
+            model_version: self.model_version.clone(),
+        }
+    }
+
+    fn failed(
+        &self,
+        ctx: &RunContext,
+        class: &str,
+        message: String,
+        reply: Option<String>,
+        latency: i64,
+    ) -> TrialOutcome {
+        self.outcome(
+            ctx,
+            false,
+            reply,
+            None,
+            Some((class, message)),
+            Some(latency),
         )
     }
 }

@@ -5,12 +5,46 @@ use serde_json::{Value, json};
 
 use crate::config::ProviderKind;
 use crate::domain::prompt::ChatMessage;
-use crate::domain::run::RunParams;
 
-/// The text of a completion and what it cost.
+use super::profiles::{SentParams, model_id};
+
+/// The text of a completion, what it cost, who answered and why it stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
     pub text: String,
+    /// None: the reply did not say (stored as unknown, not 0).
+    pub input_tokens: Option<i64>,
+    /// Includes thinking tokens (they are billed as output).
+    pub output_tokens: Option<i64>,
+    /// The snapshot that answered (`model`, with OpenAI's `system_fingerprint`; Gemini's
+    /// `modelVersion`).
+    pub model_version: Option<String>,
+    /// The provider's own word for why it stopped (`stop`, `end_turn`, `STOP`, `length`, …).
+    pub finish_reason: Option<String>,
+    /// It stopped at the token cap.
+    pub truncated: bool,
+}
+
+/// Why a 2xx reply holds no answer to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoAnswer {
+    /// Not a completion of this wire format.
+    Unreadable,
+    /// Cut off at the token cap before any text (thinking used it up).
+    Truncated,
+    /// The model declined (OpenAI `refusal`, Anthropic `stop_reason: "refusal"`).
+    Refused,
+    /// The provider's safety system withheld the prompt or the reply.
+    Blocked,
+}
+
+/// A 2xx reply that is not an answer: which kind, and the provider's reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyProblem {
+    pub kind: NoAnswer,
+    pub message: String,
+    pub model_version: Option<String>,
+    pub finish_reason: Option<String>,
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
 }
@@ -21,7 +55,7 @@ pub fn endpoint(kind: ProviderKind, base_url: &str, model: &str) -> String {
     match kind {
         ProviderKind::Openai => format!("{base}/chat/completions"),
         ProviderKind::Anthropic => format!("{base}/messages"),
-        ProviderKind::Gemini => format!("{base}/models/{model}:generateContent"),
+        ProviderKind::Gemini => format!("{base}/models/{}:generateContent", model_id(model)),
     }
 }
 
@@ -54,70 +88,98 @@ fn wire_seed(seed: u64) -> u64 {
     seed & 0x7fff_ffff
 }
 
-/// The JSON body of one request.
+/// The JSON body of one request, with exactly the parameters `sent` names.
 pub fn request_body(
     kind: ProviderKind,
     model: &str,
     messages: &[ChatMessage],
-    params: &RunParams,
+    sent: &SentParams,
     seed: u64,
 ) -> Value {
-    let system: Vec<&str> = messages
+    let mut system: Vec<&str> = messages
         .iter()
         .filter(|m| m.role == "system")
         .map(|m| m.content.as_str())
         .collect();
-    let turns = messages.iter().filter(|m| m.role != "system");
+    let mut turns: Vec<(String, String)> = messages
+        .iter()
+        .filter(|m| m.role != "system")
+        .map(|m| (m.role.clone(), m.content.clone()))
+        .collect();
+    if !sent.system_message && !system.is_empty() {
+        // A model without a system role reads the instructions at the head of the first turn.
+        let head = system.join("\n\n");
+        match turns.iter_mut().find(|(role, _)| role == "user") {
+            Some((_, text)) => *text = format!("{head}\n\n{text}"),
+            None => turns.insert(0, ("user".to_owned(), head)),
+        }
+        system.clear();
+    }
+    let put = |body: &mut Value, key: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            body[key] = v;
+        }
+    };
+    let seed_value = sent
+        .seed_field
+        .as_ref()
+        .map(|f| (f.clone(), json!(wire_seed(seed))));
     match kind {
         ProviderKind::Openai => {
-            let mut body = json!({
-                "model": model,
-                "messages": messages
+            // The messages in their own order; folded when the model takes no system role.
+            let all: Vec<Value> = if sent.system_message {
+                messages
                     .iter()
                     .map(|m| json!({"role": m.role, "content": m.content}))
-                    .collect::<Vec<_>>(),
-                "temperature": params.temperature,
-                "top_p": params.top_p,
-                "max_tokens": params.max_tokens,
-            });
-            if params.send_seed {
-                body["seed"] = json!(wire_seed(seed));
+                    .collect()
+            } else {
+                turns
+                    .iter()
+                    .map(|(r, c)| json!({"role": r, "content": c}))
+                    .collect()
+            };
+            let mut body = json!({"model": model, "messages": all});
+            put(&mut body, "temperature", sent.temperature.map(|t| json!(t)));
+            put(&mut body, "top_p", sent.top_p.map(|t| json!(t)));
+            body[sent.token_field.as_str()] = json!(sent.max_tokens);
+            if let Some((field, v)) = seed_value {
+                body[field.as_str()] = v;
             }
             body
         }
         ProviderKind::Anthropic => {
             let mut body = json!({
                 "model": model,
-                "max_tokens": params.max_tokens,
+                "max_tokens": sent.max_tokens,
                 "messages": turns
-                    .map(|m| json!({"role": m.role, "content": m.content}))
+                    .iter()
+                    .map(|(r, c)| json!({"role": r, "content": c}))
                     .collect::<Vec<_>>(),
-                "temperature": params.temperature,
             });
-            // Anthropic rejects temperature and top_p together on newer models; top_p 1 is the
-            // default anyway.
-            if params.top_p < 1.0 {
-                body["top_p"] = json!(params.top_p);
-            }
+            put(&mut body, "temperature", sent.temperature.map(|t| json!(t)));
+            put(&mut body, "top_p", sent.top_p.map(|t| json!(t)));
             if !system.is_empty() {
                 body["system"] = json!(system.join("\n\n"));
             }
             body
         }
         ProviderKind::Gemini => {
-            let mut config = json!({
-                "temperature": params.temperature,
-                "topP": params.top_p,
-                "maxOutputTokens": params.max_tokens,
-            });
-            if params.send_seed {
-                config["seed"] = json!(wire_seed(seed));
+            let mut config = json!({"maxOutputTokens": sent.max_tokens});
+            put(
+                &mut config,
+                "temperature",
+                sent.temperature.map(|t| json!(t)),
+            );
+            put(&mut config, "topP", sent.top_p.map(|t| json!(t)));
+            if let Some((field, v)) = seed_value {
+                config[field.as_str()] = v;
             }
             let mut body = json!({
                 "contents": turns
-                    .map(|m| json!({
-                        "role": if m.role == "assistant" { "model" } else { "user" },
-                        "parts": [{"text": m.content}],
+                    .iter()
+                    .map(|(r, c)| json!({
+                        "role": if r == "assistant" { "model" } else { "user" },
+                        "parts": [{"text": c}],
                     }))
                     .collect::<Vec<_>>(),
                 "generationConfig": config,
@@ -130,47 +192,236 @@ pub fn request_body(
     }
 }
 
-/// Reads a successful (2xx) reply body. Err says what was missing.
-pub fn parse_completion(kind: ProviderKind, body: &str) -> Result<Completion, String> {
-    let v: Value = serde_json::from_str(body).map_err(|e| format!("the reply is not JSON: {e}"))?;
-    let int = |x: &Value| x.as_i64();
-    match kind {
-        ProviderKind::Openai => {
-            let text = v["choices"][0]["message"]["content"]
-                .as_str()
-                .ok_or("the reply has no choices[0].message.content")?;
-            Ok(Completion {
-                text: text.to_owned(),
-                input_tokens: int(&v["usage"]["prompt_tokens"]),
-                output_tokens: int(&v["usage"]["completion_tokens"]),
-            })
+/// Drops inline reasoning (`<think>…</think>`, as DeepSeek-R1 and Qwen3 servers send it in
+/// `content`); an unclosed tag means the whole text was reasoning.
+pub fn strip_think(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("<think>") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find("</think>") {
+            Some(end) => rest = &rest[start + end + "</think>".len()..],
+            None => {
+                rest = "";
+                break;
+            }
         }
-        ProviderKind::Anthropic => {
-            let blocks = v["content"]
-                .as_array()
-                .ok_or("the reply has no content blocks")?;
-            let text: String = blocks
+    }
+    out.push_str(rest);
+    // A server that puts the opening tag in the template sends only the closing one.
+    if let Some(end) = out.find("</think>") {
+        out = out[end + "</think>".len()..].to_owned();
+    }
+    if out.len() == text.len() {
+        out
+    } else {
+        out.trim_start().to_owned()
+    }
+}
+
+/// The text of an OpenAI-style `content`: a string, or a list of chunks (Mistral's Magistral
+/// answers `[{"type":"thinking","thinking":[…]},{"type":"text","text":"…"}]`) of which only the
+/// `text` chunks are the answer.
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(chunks) => Some(
+            chunks
                 .iter()
-                .filter(|b| b["type"] == "text")
-                .filter_map(|b| b["text"].as_str())
-                .collect();
-            Ok(Completion {
-                text,
-                input_tokens: int(&v["usage"]["input_tokens"]),
-                output_tokens: int(&v["usage"]["output_tokens"]),
+                .filter(|c| c["type"] == "text")
+                .filter_map(|c| c["text"].as_str())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn sum(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    }
+}
+
+/// What one wire format's reader found: the text, a reason there is no answer, the metadata.
+type Read = (String, Option<(NoAnswer, String)>, Completion);
+
+fn unreadable(message: String) -> ReplyProblem {
+    ReplyProblem {
+        kind: NoAnswer::Unreadable,
+        message,
+        model_version: None,
+        finish_reason: None,
+        input_tokens: None,
+        output_tokens: None,
+    }
+}
+
+fn string(x: &Value) -> Option<String> {
+    x.as_str().map(str::to_owned)
+}
+
+fn read_openai(v: &Value) -> Result<Read, ReplyProblem> {
+    // openapi.yaml CreateChatCompletionResponse: choices[].message.{content, refusal},
+    // choices[].finish_reason in stop | length | tool_calls | content_filter | function_call;
+    // model; system_fingerprint; usage.completion_tokens includes the reasoning tokens
+    // (completion_tokens_details.reasoning_tokens).
+    let choice = &v["choices"][0];
+    let snapshot = match (string(&v["model"]), v["system_fingerprint"].as_str()) {
+        (Some(m), Some(fp)) => Some(format!("{m} ({fp})")),
+        (m, _) => m,
+    };
+    let finish = string(&choice["finish_reason"]);
+    let c = Completion {
+        text: String::new(),
+        input_tokens: v["usage"]["prompt_tokens"].as_i64(),
+        output_tokens: v["usage"]["completion_tokens"].as_i64(),
+        model_version: snapshot,
+        truncated: finish.as_deref() == Some("length"),
+        finish_reason: finish,
+    };
+    let problem = if let Some(r) = choice["message"]["refusal"].as_str() {
+        Some((NoAnswer::Refused, format!("the model refused: {r}")))
+    } else if c.finish_reason.as_deref() == Some("content_filter") {
+        Some((
+            NoAnswer::Blocked,
+            "the reply was withheld by the content filter (finish_reason content_filter)".into(),
+        ))
+    } else {
+        None
+    };
+    let text = content_text(&choice["message"]["content"]);
+    if text.is_none() && problem.is_none() && !c.truncated {
+        return Err(unreadable(
+            "the reply has no choices[0].message.content".into(),
+        ));
+    }
+    Ok((text.unwrap_or_default(), problem, c))
+}
+
+fn read_anthropic(v: &Value) -> Result<Read, ReplyProblem> {
+    // Messages API: content blocks (only `text` blocks are the answer; `thinking` blocks are
+    // not), stop_reason in end_turn | max_tokens | stop_sequence | tool_use | pause_turn |
+    // refusal; model; usage.{input_tokens, output_tokens}.
+    let blocks = v["content"]
+        .as_array()
+        .ok_or_else(|| unreadable("the reply has no content blocks".into()))?;
+    let text: String = blocks
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    let finish = string(&v["stop_reason"]);
+    let c = Completion {
+        text: String::new(),
+        input_tokens: v["usage"]["input_tokens"].as_i64(),
+        output_tokens: v["usage"]["output_tokens"].as_i64(),
+        model_version: string(&v["model"]),
+        truncated: finish.as_deref() == Some("max_tokens"),
+        finish_reason: finish,
+    };
+    let problem = (c.finish_reason.as_deref() == Some("refusal")).then(|| {
+        (
+            NoAnswer::Refused,
+            "the model refused (stop_reason refusal)".into(),
+        )
+    });
+    Ok((text, problem, c))
+}
+
+/// Gemini FinishReason values that mean the reply was withheld.
+const GEMINI_BLOCKED: [&str; 6] = [
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+];
+
+fn read_gemini(v: &Value) -> Result<Read, ReplyProblem> {
+    // v1beta GenerateContentResponse: candidates[].content.parts[] (parts with `thought: true`
+    // are thinking), candidates[].finishReason (FinishReason), promptFeedback.blockReason
+    // (BlockReason) with no candidates when the prompt is blocked,
+    // usageMetadata.{promptTokenCount, candidatesTokenCount, thoughtsTokenCount} (thinking is
+    // billed as output), modelVersion.
+    let usage = &v["usageMetadata"];
+    let candidate = &v["candidates"][0];
+    let finish = string(&candidate["finishReason"]);
+    let c = Completion {
+        text: String::new(),
+        input_tokens: usage["promptTokenCount"].as_i64(),
+        output_tokens: sum(
+            usage["candidatesTokenCount"].as_i64(),
+            usage["thoughtsTokenCount"].as_i64(),
+        ),
+        model_version: string(&v["modelVersion"]),
+        truncated: finish.as_deref() == Some("MAX_TOKENS"),
+        finish_reason: finish,
+    };
+    let problem = if let Some(reason) = v["promptFeedback"]["blockReason"].as_str() {
+        Some((
+            NoAnswer::Blocked,
+            format!("the prompt was blocked (promptFeedback.blockReason {reason})"),
+        ))
+    } else {
+        c.finish_reason
+            .as_deref()
+            .filter(|r| GEMINI_BLOCKED.contains(r))
+            .map(|r| {
+                (
+                    NoAnswer::Blocked,
+                    format!("the reply was blocked (finishReason {r})"),
+                )
             })
-        }
-        ProviderKind::Gemini => {
-            let parts = v["candidates"][0]["content"]["parts"]
-                .as_array()
-                .ok_or("the reply has no candidates[0].content.parts")?;
-            let text: String = parts.iter().filter_map(|p| p["text"].as_str()).collect();
-            Ok(Completion {
-                text,
-                input_tokens: int(&v["usageMetadata"]["promptTokenCount"]),
-                output_tokens: int(&v["usageMetadata"]["candidatesTokenCount"]),
-            })
-        }
+    };
+    let parts = candidate["content"]["parts"].as_array();
+    if parts.is_none() && problem.is_none() && !c.truncated {
+        return Err(unreadable(
+            "the reply has no candidates[0].content.parts".into(),
+        ));
+    }
+    let text: String = parts
+        .into_iter()
+        .flatten()
+        .filter(|p| p["thought"] != true)
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    Ok((text, problem, c))
+}
+
+/// Reads a successful (2xx) reply body: the answer, or why there is none.
+pub fn parse_completion(kind: ProviderKind, body: &str) -> Result<Completion, ReplyProblem> {
+    let v: Value = serde_json::from_str(body)
+        .map_err(|e| unreadable(format!("the reply is not JSON: {e}")))?;
+    let (text, problem, c) = match kind {
+        ProviderKind::Openai => read_openai(&v)?,
+        ProviderKind::Anthropic => read_anthropic(&v)?,
+        ProviderKind::Gemini => read_gemini(&v)?,
+    };
+    let text = strip_think(&text);
+    let problem = problem.or_else(|| {
+        (c.truncated && text.trim().is_empty()).then(|| {
+            (
+                NoAnswer::Truncated,
+                format!(
+                    "the reply stopped at the token cap before any answer (finish reason {}); \
+                     a thinking model may need a larger cap",
+                    c.finish_reason.as_deref().unwrap_or("?")
+                ),
+            )
+        })
+    });
+    match problem {
+        Some((kind, message)) => Err(ReplyProblem {
+            kind,
+            message,
+            model_version: c.model_version,
+            finish_reason: c.finish_reason,
+            input_tokens: c.input_tokens,
+            output_tokens: c.output_tokens,
+        }),
+        None => Ok(Completion { text, ..c }),
     }
 }
 
@@ -235,6 +486,15 @@ pub fn reply_body(kind: ProviderKind, text: &str, input: i64, output: i64) -> Va
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::config::ProviderConfig;
+    use crate::domain::run::RunParams;
+    use crate::llm::profiles;
+
+    /// What a default run sends to `model` on a provider of this kind.
+    fn sent(kind: ProviderKind, model: &str) -> SentParams {
+        let p = ProviderConfig::new("p", kind, "http://127.0.0.1:1");
+        profiles::plan(&p, model, &RunParams::default()).unwrap()
+    }
 
     fn messages() -> Vec<ChatMessage> {
         vec![
@@ -251,16 +511,33 @@ mod tests {
 
     #[test]
     fn each_kind_puts_the_system_message_where_its_api_wants_it() {
-        let p = RunParams::default();
-        let oa = request_body(ProviderKind::Openai, "m", &messages(), &p, 7);
+        let oa = request_body(
+            ProviderKind::Openai,
+            "m",
+            &messages(),
+            &sent(ProviderKind::Openai, "m"),
+            7,
+        );
         assert_eq!(oa["messages"][0]["role"], "system");
         assert_eq!(oa["seed"], 7);
         assert_eq!(oa["temperature"], 0.0);
-        let an = request_body(ProviderKind::Anthropic, "m", &messages(), &p, 7);
+        let an = request_body(
+            ProviderKind::Anthropic,
+            "m",
+            &messages(),
+            &sent(ProviderKind::Anthropic, "m"),
+            7,
+        );
         assert_eq!(an["system"], "You are a helpful assistant.");
         assert_eq!(an["messages"].as_array().unwrap().len(), 1);
         assert!(an.get("seed").is_none());
-        let ge = request_body(ProviderKind::Gemini, "m", &messages(), &p, 7);
+        let ge = request_body(
+            ProviderKind::Gemini,
+            "m",
+            &messages(),
+            &sent(ProviderKind::Gemini, "m"),
+            7,
+        );
         assert_eq!(
             ge["systemInstruction"]["parts"][0]["text"],
             "You are a helpful assistant."
@@ -306,5 +583,111 @@ mod tests {
         let h = auth_headers(ProviderKind::Anthropic, Some("k"));
         assert!(h.contains(&("x-api-key", "k".to_owned())));
         assert!(h.iter().any(|(n, _)| *n == "anthropic-version"));
+    }
+
+    // Finding 10 of issue #22.
+
+    #[test]
+    fn mistral_models_get_their_seed_as_random_seed() {
+        let body = request_body(
+            ProviderKind::Openai,
+            "mistral-large-latest",
+            &messages(),
+            &sent(ProviderKind::Openai, "mistral-large-latest"),
+            7,
+        );
+        assert_eq!(body["random_seed"], 7);
+        assert!(body.get("seed").is_none());
+    }
+
+    #[test]
+    fn content_as_a_chunk_list_keeps_only_the_text_chunks() {
+        // Magistral's reply shape (Mistral API ThinkChunk/TextChunk).
+        let body = json!({"model": "magistral-medium-2509", "choices": [{"index": 0,
+            "finish_reason": "stop", "message": {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": [{"type": "text", "text": "Let me rate."}]},
+                {"type": "text", "text": "1. 3"}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 30}});
+        let c = parse_completion(ProviderKind::Openai, &body.to_string()).unwrap();
+        assert_eq!(c.text, "1. 3");
+    }
+
+    #[test]
+    fn inline_think_tags_are_skipped() {
+        assert_eq!(strip_think("<think>hmm\n1. 5?</think>\n1. 3"), "1. 3");
+        assert_eq!(strip_think("reasoning only</think>1. 2"), "1. 2");
+        assert_eq!(strip_think("<think>never closed"), "");
+        assert_eq!(strip_think("1. 3"), "1. 3");
+        let body = reply_body(ProviderKind::Openai, "<think>x</think>1. 4", 1, 1);
+        let c = parse_completion(ProviderKind::Openai, &body.to_string()).unwrap();
+        assert_eq!(c.text, "1. 4");
+    }
+
+    #[test]
+    fn gemma_gets_no_system_instruction() {
+        let body = request_body(
+            ProviderKind::Gemini,
+            "gemma-3-27b-it",
+            &messages(),
+            &sent(ProviderKind::Gemini, "gemma-3-27b-it"),
+            7,
+        );
+        assert!(body.get("systemInstruction").is_none());
+        let first = body["contents"][0]["parts"][0]["text"].as_str().unwrap();
+        assert!(
+            first.starts_with("You are a helpful assistant.\n\nPrompt: rate"),
+            "{first}"
+        );
+    }
+
+    #[test]
+    fn a_models_prefix_is_not_doubled() {
+        assert_eq!(
+            endpoint(
+                ProviderKind::Gemini,
+                "https://g/v1beta",
+                "models/gemini-2.5-pro"
+            ),
+            "https://g/v1beta/models/gemini-2.5-pro:generateContent"
+        );
+    }
+
+    #[test]
+    fn gemini_3_records_a_run_that_leaves_its_default_temperature() {
+        let s = sent(ProviderKind::Gemini, "gemini-3-pro-preview");
+        assert_eq!(s.temperature, Some(0.0));
+        assert!(
+            s.notes.iter().any(|n| n.contains("default temperature 1")),
+            "{:?}",
+            s.notes
+        );
+    }
+
+    #[test]
+    fn missing_usage_is_unknown_and_thinking_is_output() {
+        let body = json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "1. 3"}}]});
+        let c = parse_completion(ProviderKind::Openai, &body.to_string()).unwrap();
+        assert_eq!((c.input_tokens, c.output_tokens), (None, None));
+        let body = json!({"candidates": [{"content": {"role": "model", "parts": [
+                {"text": "weighing it", "thought": true}, {"text": "1. 3"}]},
+                "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 4,
+                              "thoughtsTokenCount": 96},
+            "modelVersion": "gemini-2.5-flash"});
+        let c = parse_completion(ProviderKind::Gemini, &body.to_string()).unwrap();
+        assert_eq!(c.text, "1. 3");
+        assert_eq!(c.output_tokens, Some(100));
+        assert_eq!(c.model_version.as_deref(), Some("gemini-2.5-flash"));
+    }
+
+    #[test]
+    fn a_max_tokens_candidate_without_parts_is_truncated_not_unreadable() {
+        let body = json!({"candidates": [{"content": {"role": "model"},
+            "finishReason": "MAX_TOKENS"}],
+            "usageMetadata": {"promptTokenCount": 1706, "thoughtsTokenCount": 2999}});
+        let e = parse_completion(ProviderKind::Gemini, &body.to_string()).unwrap_err();
+        assert_eq!(e.kind, NoAnswer::Truncated);
+        assert_eq!(e.output_tokens, Some(2999));
     }
 }

@@ -130,6 +130,10 @@ pub struct TrialRecord {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     pub cost_micros: Option<i64>,
+    /// Why the last reply stopped, in the provider's own words.
+    pub finish_reason: Option<String>,
+    /// The snapshot that answered the last reply.
+    pub model_version: Option<String>,
 }
 
 /// One recorded attempt.
@@ -688,6 +692,8 @@ pub struct TrialOutcome {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     pub cost_micros: Option<i64>,
+    pub finish_reason: Option<String>,
+    pub model_version: Option<String>,
 }
 
 /// Ends a trial if this owner still holds it; false means the result was discarded because
@@ -722,6 +728,10 @@ pub fn finish_trial(
                 model_trials::cost_micros.eq(o.cost_micros),
                 model_trials::updated_at.eq(t),
                 model_trials::finished_at.eq(t),
+            ),
+            (
+                model_trials::finish_reason.eq(&o.finish_reason),
+                model_trials::model_version.eq(&o.model_version),
             ),
         ))
         .execute(conn)?;

@@ -284,6 +284,8 @@ diesel::table! {
         updated_at -> Timestamp,
         started_at -> Nullable<Timestamp>,
         finished_at -> Nullable<Timestamp>,
+        finish_reason -> Nullable<Text>,
+        model_version -> Nullable<Text>,
     }
 }
 

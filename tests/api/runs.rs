@@ -237,6 +237,8 @@ fn claims_never_hand_out_a_trial_twice_and_expired_leases_return(db: TestDb) {
         input_tokens: Some(1),
         output_tokens: Some(1),
         cost_micros: None,
+        finish_reason: None,
+        model_version: None,
     };
     assert!(runs::finish_trial(&mut conn, run, done, "a", &outcome).unwrap());
     std::thread::sleep(Duration::from_millis(400));
