@@ -272,3 +272,253 @@ fn reason(status: u16) -> &'static str {
         _ => "Status",
     }
 }
+
+/// Replies as the real providers send them, for tests that must fail the way a real provider
+/// would. Each body is copied from the provider's published reference or from error bodies
+/// quoted in public issue threads (cited next to each); where a detail could not be confirmed
+/// the comment says so.
+pub mod real {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use super::{FakeAction, FakeRequest};
+
+    /// Any JSON reply.
+    pub fn json(status: u16, headers: &[(&str, &str)], body: &Value) -> FakeAction {
+        FakeAction::Reply {
+            status,
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .chain([("content-type".to_owned(), "application/json".to_owned())])
+                .collect(),
+            body: body.to_string(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// The OpenAI error object (openapi.yaml `ErrorResponse`: message, type, param, code).
+    pub fn openai_error(
+        status: u16,
+        message: &str,
+        kind: &str,
+        param: Option<&str>,
+        code: &str,
+    ) -> FakeAction {
+        json(
+            status,
+            &[],
+            &json!({"error": {"message": message, "type": kind, "param": param, "code": code}}),
+        )
+    }
+
+    /// An OpenAI reasoning model (o-series, GPT-5): 400 on `max_tokens`, on `top_p`, and on a
+    /// temperature other than 1, as the API answers (messages quoted in public threads, e.g.
+    /// "Unsupported parameter: 'max_tokens' is not supported with this model. Use
+    /// 'max_completion_tokens' instead.", code `unsupported_parameter`). Else `answer`.
+    pub fn openai_reasoning(req: &FakeRequest, answer: FakeAction) -> FakeAction {
+        let body = req.json();
+        if body.get("max_tokens").is_some() {
+            return openai_error(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+                "invalid_request_error",
+                Some("max_tokens"),
+                "unsupported_parameter",
+            );
+        }
+        if body.get("top_p").is_some() {
+            return openai_error(
+                400,
+                "Unsupported parameter: 'top_p' is not supported with this model.",
+                "invalid_request_error",
+                Some("top_p"),
+                "unsupported_parameter",
+            );
+        }
+        if body.get("temperature").is_some_and(|t| t != 1.0) {
+            return openai_error(
+                400,
+                "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+                "invalid_request_error",
+                Some("temperature"),
+                "unsupported_value",
+            );
+        }
+        answer
+    }
+
+    /// The Anthropic error object (SDK `ErrorResponse`: `{"type": "error", "error": {"type",
+    /// "message"}, "request_id"}`).
+    pub fn anthropic_error(status: u16, kind: &str, message: &str) -> FakeAction {
+        json(
+            status,
+            &[],
+            &json!({"type": "error", "error": {"type": kind, "message": message},
+                    "request_id": "req_fake"}),
+        )
+    }
+
+    /// Claude's sampling rules: Opus 4.7 and later refuse `temperature` ("`temperature` is
+    /// deprecated for this model."), Claude 4.5 and later refuse temperature with top_p
+    /// ("`temperature` and `top_p` cannot both be specified for this model. Please use only
+    /// one."); both 400 invalid_request_error (BerriAI/litellm#15097,
+    /// RooCodeInc/Roo-Code#12162).
+    pub fn anthropic_sampling(req: &FakeRequest, model: &str, answer: FakeAction) -> FakeAction {
+        let body = req.json();
+        let t = body.get("temperature").is_some();
+        if model.starts_with("claude-opus-4-7") && t {
+            return anthropic_error(
+                400,
+                "invalid_request_error",
+                "`temperature` is deprecated for this model.",
+            );
+        }
+        if t && body.get("top_p").is_some() {
+            return anthropic_error(
+                400,
+                "invalid_request_error",
+                "`temperature` and `top_p` cannot both be specified for this model. Please use only one.",
+            );
+        }
+        answer
+    }
+
+    /// A thinking Gemini model: thought tokens count against `maxOutputTokens`; when the
+    /// thinking (`thinking` tokens) leaves no room the candidate has `finishReason:
+    /// "MAX_TOKENS"` and a content with no `parts` (reply quoted in google/adk-python#1357).
+    /// Else the text, with `thoughtsTokenCount` in `usageMetadata`.
+    pub fn gemini_thinking(req: &FakeRequest, text: &str, thinking: i64) -> FakeAction {
+        let cap = req.json()["generationConfig"]["maxOutputTokens"]
+            .as_i64()
+            .unwrap_or(0);
+        let input = i64::try_from(req.body.len() / 4).unwrap_or(0);
+        if cap <= thinking {
+            return json(
+                200,
+                &[],
+                &json!({
+                    "candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS"}],
+                    "modelVersion": "gemini-2.5-flash",
+                    "usageMetadata": {"promptTokenCount": input, "thoughtsTokenCount": cap,
+                                      "totalTokenCount": input + cap},
+                }),
+            );
+        }
+        let output = i64::try_from(text.len() / 2).unwrap_or(0);
+        json(
+            200,
+            &[],
+            &json!({
+                "candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                                "finishReason": "STOP"}],
+                "modelVersion": "gemini-2.5-flash",
+                "usageMetadata": {"promptTokenCount": input, "candidatesTokenCount": output,
+                                  "thoughtsTokenCount": thinking,
+                                  "totalTokenCount": input + output + thinking},
+            }),
+        )
+    }
+
+    /// The Google error object (`google.rpc.Status`: code, message, status, details).
+    pub fn google_error(code: u16, status: &str, message: &str, details: Value) -> FakeAction {
+        json(
+            code,
+            &[],
+            &json!({"error": {"code": code, "message": message, "status": status,
+                              "details": details}}),
+        )
+    }
+
+    /// Gemini's 400 for a bad key (googleapis/python-genai and continuedev/continue#9330).
+    pub fn gemini_invalid_key() -> FakeAction {
+        google_error(
+            400,
+            "INVALID_ARGUMENT",
+            "API key not valid. Please pass a valid API key.",
+            json!([{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID", "domain": "googleapis.com",
+                    "metadata": {"service": "generativelanguage.googleapis.com"}}]),
+        )
+    }
+
+    /// Gemini's 429 with its quota and delay in the body (googleapis/python-genai#2044,
+    /// RooCodeInc/Roo-Code#3883): a per-day quota id says waiting will not help today.
+    pub fn gemini_resource_exhausted(quota_id: &str, retry_delay: &str) -> FakeAction {
+        google_error(
+            429,
+            "RESOURCE_EXHAUSTED",
+            "You exceeded your current quota, please check your plan and billing details.",
+            json!([
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                 "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                                 "quotaId": quota_id}]},
+                {"@type": "type.googleapis.com/google.rpc.Help",
+                 "links": [{"description": "Learn more about Gemini API quotas",
+                            "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay},
+            ]),
+        )
+    }
+
+    /// Gemini's prompt block: no candidates, `promptFeedback.blockReason` (v1beta
+    /// `BlockReason`: SAFETY, OTHER, BLOCKLIST, PROHIBITED_CONTENT, IMAGE_SAFETY).
+    pub fn gemini_prompt_blocked(reason: &str) -> FakeAction {
+        json(
+            200,
+            &[],
+            &json!({"promptFeedback": {"blockReason": reason},
+                    "usageMetadata": {"promptTokenCount": 120, "totalTokenCount": 120},
+                    "modelVersion": "gemini-2.5-flash"}),
+        )
+    }
+
+    /// Anthropic's refusal: `stop_reason: "refusal"` (Messages API stop reasons).
+    pub fn anthropic_refusal() -> FakeAction {
+        json(
+            200,
+            &[],
+            &json!({"id": "msg_fake", "type": "message", "role": "assistant",
+                    "model": "claude-sonnet-4-5-20250929", "content": [],
+                    "stop_reason": "refusal", "stop_sequence": null,
+                    "usage": {"input_tokens": 120, "output_tokens": 0}}),
+        )
+    }
+
+    /// OpenAI's refusal: `message.refusal` set and `content` null (openapi.yaml
+    /// `ChatCompletionResponseMessage`).
+    pub fn openai_refusal() -> FakeAction {
+        json(
+            200,
+            &[],
+            &json!({"id": "chatcmpl-fake", "object": "chat.completion", "model": "gpt-4o-2024-08-06",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": null,
+                                             "refusal": "I'm sorry, I can't help with that."}}],
+                    "usage": {"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129}}),
+        )
+    }
+
+    /// OpenAI's 429 for a used-up account (body quoted in ChatGPTNextWeb/NextChat#3123).
+    pub fn openai_insufficient_quota() -> FakeAction {
+        openai_error(
+            429,
+            "You exceeded your current quota, please check your plan and billing details.",
+            "insufficient_quota",
+            None,
+            "insufficient_quota",
+        )
+    }
+
+    /// OpenAI's 404 for an unknown model (code `model_not_found`).
+    pub fn openai_unknown_model(model: &str) -> FakeAction {
+        openai_error(
+            404,
+            &format!("The model `{model}` does not exist or you do not have access to it."),
+            "invalid_request_error",
+            None,
+            "model_not_found",
+        )
+    }
+}

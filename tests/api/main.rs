@@ -18,6 +18,7 @@ mod helpers;
 mod humans;
 mod imports;
 mod model_results;
+mod providers;
 mod report;
 mod runs;
 mod scaleout;
