@@ -147,7 +147,7 @@ pub fn builtin(kind: ProviderKind, model: &str) -> Capabilities {
             ]) {
                 return Capabilities {
                     seed_field: "random_seed".into(),
-                    ..Capabilities::base("mistral", 1.5)
+                    ..Capabilities::base("mistral", 2.0)
                 };
             }
             Capabilities::base("openai-compatible", 2.0)
