@@ -1,4 +1,3 @@
-DROP INDEX participants_study_reserved;
 DROP TRIGGER situation_counts_update ON participants;
 DROP TRIGGER situation_counts_delete ON participants;
 DROP TRIGGER situation_counts_insert ON participants;
