@@ -379,10 +379,8 @@ pub fn import_model_results(
                 raw_reply: serde_json::to_string(&t.cells)
                     .map_err(|e| StoreError::Inconsistent(e.to_string()))?,
                 scores: match &t.scores {
-                    Ok(s) => {
-                        Ok(serde_json::to_string(s)
-                            .map_err(|e| StoreError::Inconsistent(e.to_string()))?)
-                    }
+                    Ok(s) => Ok(serde_json::to_string(s)
+                        .map_err(|e| StoreError::Inconsistent(e.to_string()))?),
                     Err(e) => Err(format!("{}: {e}", t.column)),
                 },
             });

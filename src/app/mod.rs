@@ -10,5 +10,6 @@ pub mod imports;
 pub mod report;
 pub mod runs;
 pub mod studies;
+pub mod survey;
 
 pub use error::{Error, Result};

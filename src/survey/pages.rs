@@ -7,15 +7,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
 use super::context::{SurveyContext, prolific_completion_url};
+use crate::app::survey::{self, PageForm, Posted};
 use crate::domain::instrument::Instrument;
-use crate::domain::measure::Measure;
 use crate::domain::survey::ParticipantStatus;
-use crate::domain::survey::{
-    ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field, grade_check, parse_demographics,
-    parse_questionnaire,
-};
-use crate::store::participants::{self, Effect, Participant, Submitted};
-use crate::store::studies::Study;
+use crate::domain::survey::{ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field};
+use crate::store::participants::{self, Participant};
 use crate::web::csrf;
 use crate::web::error::AppError;
 use crate::web::render::{render, render_status, see_other};
@@ -270,7 +266,7 @@ fn demographics(
     submitted: &[(String, String)],
     errors: &FormErrors,
 ) -> DemographicsPage {
-    let year = this_year();
+    let year = survey::this_year();
     let fields = ctx
         .study
         .demographic_fields()
@@ -472,163 +468,6 @@ pub async fn get(
     Ok(with_csrf(resp, &req, &csrf, new))
 }
 
-/// What a page's form asks to store, or why it cannot be stored.
-enum Decision {
-    Submit(Page, Effect),
-    /// Incomplete or out-of-range answers: the page again with the messages (422).
-    Invalid(FormErrors),
-    /// A form no page of ours sends (400).
-    BadRequest(String),
-}
-
-/// Reads the form of the participant's current page `current` into the move it asks for.
-/// `situation_shown` is when the situation page was first shown (for its minimum time).
-fn decide(
-    study: &Study,
-    instrument: &Instrument,
-    p: &Participant,
-    current: Page,
-    fields: &[(String, String)],
-    situation_shown: Option<chrono::NaiveDateTime>,
-) -> Decision {
-    let extra = [csrf::FIELD];
-    let invalid = |e: FormErrors| {
-        if e.general.is_empty() {
-            Decision::Invalid(e)
-        } else {
-            Decision::BadRequest(e.general.join("; "))
-        }
-    };
-    let only_csrf = || fields.iter().all(|(k, _)| k == csrf::FIELD);
-    match current {
-        Page::Consent => {
-            let answer: Vec<&str> = fields
-                .iter()
-                .filter(|(k, _)| k == "consent")
-                .map(|(_, v)| v.as_str())
-                .collect();
-            let unexpected = fields
-                .iter()
-                .any(|(k, _)| k != "consent" && k != csrf::FIELD);
-            match (answer.as_slice(), unexpected) {
-                (["yes"], false) => Decision::Submit(Page::Demographics, Effect::Consent),
-                (["no"], false) => Decision::Submit(Page::Ended, Effect::End(Outcome::NoConsent)),
-                _ => Decision::BadRequest("Please choose whether you agree to take part.".into()),
-            }
-        }
-        Page::Demographics => {
-            match parse_demographics(&study.demographic_fields(), this_year(), fields, &extra) {
-                Ok(d) => Decision::Submit(Page::PanasBefore, Effect::Demographics(d)),
-                Err(e) => invalid(e),
-            }
-        }
-        Page::PanasBefore | Page::PanasAfter => {
-            let order = p.order(current, instrument.items.len());
-            match parse_questionnaire(instrument, &order, fields, &extra) {
-                Ok(a) => Decision::Submit(
-                    current.next().unwrap_or(Page::Done),
-                    Effect::Answers {
-                        phase: current.phase().unwrap_or(Measure::Default),
-                        answers: a.answers,
-                    },
-                ),
-                Err(e) => invalid(e),
-            }
-        }
-        Page::Situation => {
-            if !only_csrf() {
-                return Decision::BadRequest("unexpected fields".into());
-            }
-            let seconds = situation_shown.map_or(0, |s| (crate::store::now() - s).num_seconds());
-            Decision::Submit(
-                Page::PanasAfter,
-                Effect::Situation {
-                    too_fast: seconds < i64::from(study.min_situation_seconds),
-                },
-            )
-        }
-        Page::Check => match grade_check(fields, &extra) {
-            Ok((answer, passed)) => Decision::Submit(
-                Page::Debrief,
-                Effect::Check {
-                    key: ATTENTION_CHECK.key.to_owned(),
-                    answer,
-                    passed,
-                },
-            ),
-            Err(e) => invalid(e),
-        },
-        Page::Debrief => {
-            if !only_csrf() {
-                return Decision::BadRequest("unexpected fields".into());
-            }
-            if p.flag_failed_check && study.check_failure_ends() {
-                Decision::Submit(Page::Ended, Effect::End(Outcome::FailedAttentionCheck))
-            } else {
-                Decision::Submit(Page::Done, Effect::Complete)
-            }
-        }
-        // Not reached: final pages take no submissions (the caller redirects first).
-        Page::Done | Page::Ended | Page::Withdrawn => {
-            Decision::BadRequest("This page takes no answers.".into())
-        }
-    }
-}
-
-fn this_year() -> i32 {
-    use chrono::Datelike;
-    chrono::Utc::now().year()
-}
-
-/// How a page submit ended, from its one trip to the database.
-enum Posted {
-    /// No participant of this browser in this study.
-    NoParticipant,
-    /// The participant as it now is: moved on by this submit, or already elsewhere (a double
-    /// click, Back + resubmit, a forged URL), in which case nothing changed.
-    Moved(Participant),
-    /// The form needs correcting: nothing was stored.
-    Invalid(Participant, Vec<(String, String)>, FormErrors),
-    BadRequest(String),
-}
-
-/// A page submit in one trip to the database: the participant, the form read against their
-/// current page, and `participants::submit` (one transaction that first moves the participant
-/// on with a conditional UPDATE, so a double submit stores nothing twice). The participant is
-/// read outside that transaction; the UPDATE's condition (still on this page, still active)
-/// is what makes the move safe, exactly as when the two were separate requests to the pool.
-fn post_in_db(
-    conn: &mut crate::store::DbConnection,
-    study: &Study,
-    instrument: &Instrument,
-    public_id: &str,
-    requested: Option<Page>,
-    fields: Vec<(String, String)>,
-) -> Result<Posted, crate::store::StoreError> {
-    let Some(p) = participants::by_public_id(conn, study.id, public_id)? else {
-        return Ok(Posted::NoParticipant);
-    };
-    let current = p.page();
-    if requested != Some(current) || current.is_terminal() {
-        return Ok(Posted::Moved(p));
-    }
-    let shown = if current == Page::Situation {
-        participants::first_shown(conn, p.id, Page::Situation)?
-    } else {
-        None
-    };
-    match decide(study, instrument, &p, current, &fields, shown) {
-        Decision::Submit(to, effect) => {
-            // A stale submit (another tab or a double click got there first) changes
-            // nothing; either way the participant continues from wherever they now are.
-            let _: Submitted = participants::submit(conn, study, p.id, current, to, effect)?;
-            Ok(Posted::Moved(participants::get(conn, p.id)?))
-        }
-        Decision::Invalid(e) => Ok(Posted::Invalid(p, fields, e)),
-        Decision::BadRequest(m) => Ok(Posted::BadRequest(m)),
-    }
-}
-
 pub async fn post(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -651,8 +490,13 @@ pub async fn post(
     let requested = Page::parse(&page_name);
     // Committed before any redirect is sent: an error here becomes an error page, never a
     // completion redirect.
+    let form = PageForm {
+        public_id,
+        page: requested,
+        fields,
+    };
     let posted = state
-        .survey_db(move |conn| post_in_db(conn, &study, &instrument, &public_id, requested, fields))
+        .survey_db(move |conn| survey::submit_page(conn, &study, &instrument, form, &[csrf::FIELD]))
         .await?;
     match posted {
         Posted::NoParticipant => Ok(see_other(&ctx.entry_url())),
