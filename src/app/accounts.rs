@@ -18,6 +18,14 @@ fn check_password(password: &str) -> Result<()> {
     Ok(())
 }
 
+/// An account's email must look like one.
+pub fn check_email(email: &str) -> Result<()> {
+    if !email.contains('@') || email.len() > 254 {
+        return Err(invalid(format!("{email:?} is not an email address")));
+    }
+    Ok(())
+}
+
 /// Creates an account.
 pub fn create(
     conn: &mut DbConnection,
@@ -26,9 +34,7 @@ pub fn create(
     password: &str,
     actor: &audit::Actor,
 ) -> Result<()> {
-    if !email.contains('@') || email.len() > 254 {
-        return Err(invalid(format!("{email:?} is not an email address")));
-    }
+    check_email(email)?;
     check_password(password)?;
     let hash = password::hash(password)?;
     conn.write_transaction(|conn| {

@@ -2,3 +2,4 @@
 
 pub mod cpu;
 pub mod survey;
+pub mod tempdb;

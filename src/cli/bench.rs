@@ -1,213 +1,358 @@
-//! `bench runner`: the full protocol (50 default + 175 situations × 10 evoked trials) against a
-//! local fake provider with a fixed latency and, optionally, a requests/min limit it enforces
-//! with 429s. Prints wall time, goodput against the limit, and the 429 count.
+//! `bench …`: benchmarks and load generators (loopback only, bounded). The figures they print
+//! are in BENCHMARKS.md; `bench runner` is in `bench_runner.rs`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use emotionbench::Settings;
-use emotionbench::app::runs as app_runs;
-use emotionbench::config::{ProviderConfig, ProviderKind};
-use emotionbench::domain::run::{RunParams, Selection};
-use emotionbench::domain::situation::{EMOTIONS, Situation};
-use emotionbench::domain::study::{StudyConfig, StudyStatus};
-use emotionbench::llm::fake::{FakeAction, FakeServer};
-use emotionbench::llm::runner::{Worker, WorkerOptions};
-use emotionbench::store::audit::Actor;
-use emotionbench::store::runs;
-use emotionbench::store::{instruments, situations, studies};
+use emotionbench::bench::tempdb::TempDb;
+use emotionbench::store::{self, db};
+use emotionbench::{Settings, app};
 
-use crate::migrated;
+use super::bench_runner;
+
+#[derive(clap::Subcommand)]
+pub enum BenchCommand {
+    /// The full protocol (50 default + 1,750 evoked trials) against a local fake provider.
+    Runner(bench_runner::BenchArgs),
+    /// Generate a study in a temporary SQLite database and time the live monitor's queries.
+    Monitor {
+        /// Participants to generate (completed).
+        #[arg(long, default_value_t = 100_000)]
+        participants: usize,
+        /// Timed loads of the monitor (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
+    /// Drive real HTTP participants through the whole survey and report throughput and latency.
+    Survey(BenchSurveyArgs),
+    /// Generate a study in a temporary SQLite database and time the long export of it.
+    Export {
+        /// Completed participants to generate (40 long rows each).
+        #[arg(long, default_value_t = 25_000)]
+        participants: usize,
+        /// Write the CSV here (default: discard it).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Generate humans and model runs in a temporary SQLite database and time the full report.
+    Report {
+        #[arg(long, default_value_t = 1266)]
+        participants: usize,
+        #[arg(long, default_value_t = 10)]
+        models: usize,
+        /// Trials per model (50 default-measure, the rest evoked).
+        #[arg(long, default_value_t = 1800)]
+        trials: usize,
+        /// Timed runs (the median is reported).
+        #[arg(long, default_value_t = 7)]
+        runs: usize,
+    },
+    /// Create an open study for load tests on DATABASE_URL (the demo situations, PANAS,
+    /// shuffled items, no minimum reading time).
+    PrepareStudy {
+        #[arg(long, default_value = "bench")]
+        slug: String,
+        /// Completed participants wanted per situation.
+        #[arg(long, default_value_t = 1_000_000)]
+        target: i32,
+    },
+}
 
 #[derive(clap::Args)]
-pub struct BenchArgs {
-    /// Latency of every fake reply, in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    latency_ms: u64,
-    /// Requests per minute the fake provider allows (429 above); also the client's pacing.
+pub struct BenchSurveyArgs {
+    /// Server base URL (loopback only), e.g. http://127.0.0.1:8080.
     #[arg(long)]
-    rpm: Option<u32>,
-    /// The client's concurrency.
-    #[arg(long, default_value_t = 64)]
-    concurrency: u32,
-    /// Situations (the paper tested 175).
-    #[arg(long, default_value_t = 175)]
-    situations: usize,
+    url: String,
+    /// The study's slug.
+    #[arg(long)]
+    study: String,
+    /// Participants in flight at once.
     #[arg(long, default_value_t = 10)]
-    repeats: u32,
-    #[arg(long, default_value_t = 50)]
-    default_repeats: u32,
+    concurrency: usize,
+    /// Number of participants to run.
+    #[arg(long, conflicts_with = "duration")]
+    participants: Option<u64>,
+    /// Seconds to keep starting participants.
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Mean time on a page before submitting it, in milliseconds; each pause is drawn
+    /// uniformly from ½ to 1½ times this (0: submit at once).
+    #[arg(long, default_value_t = 0)]
+    think_ms: u64,
+    /// Start the virtual participants spread evenly over this many milliseconds rather than
+    /// all at once.
+    #[arg(long, default_value_t = 0)]
+    ramp_ms: u64,
+    /// Report this server process's CPU time per completed participant.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Afterwards check in this database that every completed participant has exactly its 40
+    /// answers stored, none twice.
+    #[arg(long, value_name = "DATABASE_URL")]
+    verify: Option<String>,
+    /// Send a request again, at most this many times, when it fails in transit (connection
+    /// error, or 502/503/504 from a proxy or a server without its database). Safe for the
+    /// survey's POSTs: a page submit that was already stored is not stored twice (the page
+    /// state machine redirects the resend to the current page). Resends are counted.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
-/// The provider's side of a requests/min limit: a bucket refilled at rpm/60 per second that
-/// holds one second's worth, the way hosted APIs enforce their limits.
-struct ServerLimit {
-    per_sec: f64,
-    capacity: f64,
-    state: Mutex<(f64, Instant)>,
-}
-
-impl ServerLimit {
-    fn admit(&self) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * self.per_sec).min(self.capacity);
-        s.1 = now;
-        if s.0 >= 1.0 {
-            s.0 -= 1.0;
-            true
-        } else {
-            false
+pub fn run(settings: Settings, cmd: BenchCommand) -> anyhow::Result<()> {
+    match cmd {
+        BenchCommand::Runner(args) => bench_runner::runner(settings, args),
+        BenchCommand::Monitor { participants, runs } => bench_monitor(participants, runs),
+        BenchCommand::Survey(args) => bench_survey(args),
+        BenchCommand::Export {
+            participants,
+            output,
+        } => bench_export(participants, output.as_deref()),
+        BenchCommand::Report {
+            participants,
+            models,
+            trials,
+            runs,
+        } => bench_report(participants, models, trials, runs),
+        BenchCommand::PrepareStudy { slug, target } => {
+            let pool = super::db::writing(&settings)?;
+            if app::demo::prepare_bench_study(&mut *pool.get()?, &slug, target)? {
+                println!("created open study {slug} (target {target} per situation)");
+            } else {
+                println!("study {slug} exists already");
+            }
+            Ok(())
         }
     }
 }
 
-fn synthetic_situations(n: usize) -> Vec<Situation> {
-    (0..n)
-        .map(|i| {
-            let emotion = EMOTIONS[i % EMOTIONS.len()];
-            let k = i / EMOTIONS.len();
-            Situation {
-                key: format!("{emotion}-{}_scenario-{}", k / 5, k % 5),
-                emotion: emotion.to_owned(),
-                factor_index: u32::try_from(k / 5).unwrap_or(0),
-                factor_name: format!("Bench factor {}", k / 5),
-                scenario_index: u32::try_from(k % 5).unwrap_or(0),
-                text: format!("Benchmark situation number {i}."),
-            }
-        })
-        .collect()
-}
-
-pub fn runner(mut settings: Settings, args: BenchArgs) -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("emotionbench-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let result = bench(&mut settings, &args, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
-}
-
-fn bench(settings: &mut Settings, args: &BenchArgs, dir: &std::path::Path) -> anyhow::Result<()> {
-    settings.database_url = format!("sqlite://{}", dir.join("bench.db").display());
-    settings.pool_size = args.concurrency.saturating_add(2).min(32);
-    let latency = Duration::from_millis(args.latency_ms);
-    let limit = args.rpm.map(|rpm| {
-        let per_sec = f64::from(rpm) / 60.0;
-        Arc::new(ServerLimit {
-            per_sec,
-            capacity: per_sec.max(1.0),
-            state: Mutex::new((per_sec.max(1.0), Instant::now())),
-        })
-    });
-    let (ok_count, limited) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    let (ok2, limited2, limit2) = (ok_count.clone(), limited.clone(), limit.clone());
-    let server = FakeServer::start(move |req| {
-        if let Some(l) = &limit2 {
-            if !l.admit() {
-                limited2.fetch_add(1, Ordering::Relaxed);
-                return FakeAction::status(429, &[("retry-after", "1")]);
-            }
-        }
-        ok2.fetch_add(1, Ordering::Relaxed);
-        FakeAction::answer(req, 3, latency)
-    })?;
-    let mut provider = ProviderConfig::new("bench", ProviderKind::Openai, &server.base_url());
-    provider.concurrency = args.concurrency.max(1);
-    provider.requests_per_minute = args.rpm;
-    settings.providers = vec![provider];
-
-    let pool = migrated(settings)?;
-    let run = {
-        let mut conn = pool.get()?;
-        let instrument = instruments::ensure_builtin(&mut conn)?;
-        situations::import(
-            &mut conn,
-            "bench",
-            "synthetic (bench runner)",
-            &synthetic_situations(args.situations),
-        )?;
-        let set = situations::find_set(&mut conn, "bench")?.context("bench set")?;
-        studies::create(
-            &mut conn,
-            &StudyConfig::new("bench", "Runner benchmark"),
-            StudyStatus::Draft,
-            studies::Sources::new(instrument, Some(set)),
-            1,
-        )?;
-        app_runs::create(
-            &mut conn,
-            settings,
-            &app_runs::RunRequest {
-                study: "bench".into(),
-                instrument: None,
-                provider: "bench".into(),
-                model: "fake".into(),
-                template: "eb-code".into(),
-                repeats: args.repeats,
-                default_repeats: args.default_repeats,
-                selection: Selection::All,
-                seed: Some(1),
-                params: RunParams::default(),
-            },
-            &Actor::Cli,
-        )?
+fn bench_survey(a: BenchSurveyArgs) -> anyhow::Result<()> {
+    use emotionbench::bench::survey;
+    let cfg = survey::Config {
+        url: a.url,
+        study: a.study.clone(),
+        concurrency: a.concurrency,
+        participants: a.participants,
+        duration: a.duration.map(std::time::Duration::from_secs),
+        think: std::time::Duration::from_millis(a.think_ms),
+        ramp: std::time::Duration::from_millis(a.ramp_ms),
+        server_pid: a.server_pid,
+        pid_prefix: format!("bench{}x", std::process::id()),
+        retries: a.retries,
     };
-    println!(
-        "bench: {} trials, latency {} ms, concurrency {}, limit {}",
-        run.trials,
-        args.latency_ms,
-        args.concurrency,
-        args.rpm
-            .map_or("none".to_owned(), |r| format!("{r} requests/min"))
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut opts = WorkerOptions::new(args.concurrency as usize);
-    opts.only_run = Some(run.run);
-    opts.idle_poll = Duration::from_millis(50);
-    let worker = Worker::new(pool.clone(), settings, opts, stop.clone(), |_| None);
-    let started = Instant::now();
-    let threads = worker.spawn();
-    loop {
-        std::thread::sleep(Duration::from_millis(100));
-        let mut conn = pool.get()?;
-        let r = runs::get(&mut conn, run.run)?.context("run vanished")?;
-        if !r.is_active() {
-            break;
+    let report = survey::run(&cfg)?;
+    let verification = match &a.verify {
+        Some(url) => {
+            let pool = db::connect(url, 1)?;
+            let mut conn = pool.get()?;
+            Some(survey::verify(
+                &mut conn,
+                &a.study,
+                &report.completed_pids,
+                40,
+            )?)
         }
-    }
-    let wall = started.elapsed().as_secs_f64();
-    stop.store(true, Ordering::SeqCst);
-    for t in threads {
-        let _ = t.join();
-    }
-    let mut conn = pool.get()?;
-    let p = runs::progress(&mut conn, run.run)?;
-    let (answered, rejected) = (
-        ok_count.load(Ordering::Relaxed),
-        limited.load(Ordering::Relaxed),
-    );
-    let calls = answered + rejected;
-    println!("done {} failed {} in {wall:.1} s", p.done, p.failed);
-    println!(
-        "throughput {:.1} trials/s ({:.0}/min)",
-        p.done as f64 / wall,
-        p.done as f64 / wall * 60.0
-    );
-    if let Some(rpm) = args.rpm {
+        None => None,
+    };
+    if a.json {
         println!(
-            "goodput {:.1} % of the {rpm}/min limit",
-            100.0 * (p.done as f64 / wall * 60.0) / f64::from(rpm)
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"report": report, "verify": verification})
+            )?
+        );
+    } else {
+        print_survey_report(&report, verification.as_ref(), a.concurrency);
+    }
+    let failed = report.errors > 0
+        || verification
+            .as_ref()
+            .is_some_and(|v| !v.incomplete.is_empty() || v.duplicates > 0);
+    anyhow::ensure!(!failed, "the run had errors or lost/duplicated answers");
+    Ok(())
+}
+
+fn print_survey_report(
+    r: &emotionbench::bench::survey::Report,
+    v: Option<&emotionbench::bench::survey::Verification>,
+    concurrency: usize,
+) {
+    println!(
+        "participants: {} started, {} completed, {} errors",
+        r.started, r.completed, r.errors
+    );
+    for e in &r.error_samples {
+        println!("  error: {e}");
+    }
+    if r.retries > 0 {
+        println!(
+            "resent:       {} requests after a connection error or 502/503/504",
+            r.retries
         );
     }
     println!(
-        "429 answers {rejected} of {calls} calls ({:.2} %)",
-        if calls > 0 {
-            100.0 * rejected as f64 / calls as f64
-        } else {
-            0.0
-        }
+        "throughput:   {:.1} completed participants/s, {:.0} requests/s over {:.1} s at concurrency {concurrency}",
+        r.completed_per_second, r.requests_per_second, r.wall_seconds
     );
+    println!(
+        "{:<26} {:>8} {:>9} {:>9} {:>9} {:>9}",
+        "latency (ms)", "requests", "p50", "p95", "p99", "max"
+    );
+    for p in r.pages.iter().chain(r.overall.as_ref()) {
+        println!(
+            "{:<26} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            p.page, p.requests, p.p50_ms, p.p95_ms, p.p99_ms, p.max_ms
+        );
+    }
+    println!(
+        "load generator CPU: {:.2} s ({:.0}% of one core)",
+        r.own_cpu_seconds,
+        r.own_cpu_share * 100.0
+    );
+    if let (Some(s), Some(per)) = (r.server_cpu_seconds, r.server_cpu_ms_per_participant) {
+        println!("server CPU:   {s:.2} s, {per:.2} ms per completed participant");
+    }
+    if let Some(v) = v {
+        println!(
+            "verify:       {} checked, {} with exactly 40 answers, {} incomplete, {} duplicate rows",
+            v.checked,
+            v.complete,
+            v.incomplete.len(),
+            v.duplicates
+        );
+    }
+}
+
+fn bench_monitor(participants: usize, runs: usize) -> anyhow::Result<()> {
+    let bench = TempDb::new()?;
+    let mut conn = bench.conn()?;
+    let started = std::time::Instant::now();
+    app::demo::generate_study(&mut conn, "bench", participants, 1)?;
+    println!(
+        "generated {participants} participants in {:.1} s (SQLite, temporary)",
+        started.elapsed().as_secs_f64()
+    );
+    let study =
+        store::studies::load(&mut conn, "bench")?.context("the generated study is missing")?;
+    let mut times = Vec::new();
+    for _ in 0..runs.max(1) {
+        let t = std::time::Instant::now();
+        let m = store::monitor::load(&mut conn, &study)?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        anyhow::ensure!(
+            m.counts.completed as usize == participants,
+            "unexpected counts"
+        );
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "monitor: median {:.1} ms over {} loads (min {:.1}, max {:.1})",
+        times[times.len() / 2],
+        times.len(),
+        times[0],
+        times[times.len() - 1]
+    );
+    Ok(())
+}
+
+fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()> {
+    let bench = TempDb::new()?;
+    let mut conn = bench.conn()?;
+    let started = std::time::Instant::now();
+    let study = app::demo::generate_study(&mut conn, "bench", participants, 1)?;
+    let generated = started.elapsed();
+    let rss_before = emotionbench::bench::cpu::peak_rss().map(|b| b / 1024);
+    let started = std::time::Instant::now();
+    let stats = match output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            emotionbench::export::write_long(
+                &mut conn,
+                study,
+                store::cohorts::StatusFilter::Completed,
+                file,
+            )?
+        }
+        None => emotionbench::export::write_long(
+            &mut conn,
+            study,
+            store::cohorts::StatusFilter::Completed,
+            std::io::sink(),
+        )?,
+    };
+    let took = started.elapsed().as_secs_f64();
+    let rss_after = emotionbench::bench::cpu::peak_rss().map(|b| b / 1024);
+    println!(
+        "generated {participants} participants in {:.1} s (SQLite, temporary)",
+        generated.as_secs_f64()
+    );
+    println!(
+        "long export: {} rows in {:.2} s = {:.0} rows/s",
+        stats.rows,
+        took,
+        stats.rows as f64 / took.max(1e-9)
+    );
+    let mib = |k: Option<u64>| {
+        k.map_or("unknown".to_owned(), |k| {
+            format!("{:.1} MiB", k as f64 / 1024.0)
+        })
+    };
+    println!(
+        "peak memory (VmHWM): {} before the export, {} after",
+        mib(rss_before),
+        mib(rss_after)
+    );
+    Ok(())
+}
+
+fn bench_report(
+    participants: usize,
+    models: usize,
+    trials: usize,
+    runs: usize,
+) -> anyhow::Result<()> {
+    use emotionbench::domain::report::{Mode, Options};
+    let bench = TempDb::new()?;
+    let mut conn = bench.conn()?;
+    let started = std::time::Instant::now();
+    app::demo::generate_study(&mut conn, "bench", participants, 1)?;
+    app::demo::generate_model_runs(&mut conn, "bench", models, trials, 2)?;
+    println!(
+        "generated {participants} participants and {models} models x {trials} trials in {:.1} s (SQLite, temporary)",
+        started.elapsed().as_secs_f64()
+    );
+    for mode in [Mode::Paper, Mode::Default] {
+        let options = Options {
+            mode,
+            ..Options::default()
+        };
+        let mut times = Vec::with_capacity(runs.max(1));
+        let mut cohorts = 0;
+        for _ in 0..runs.max(1) {
+            let t = std::time::Instant::now();
+            let report = app::report::report(
+                &mut conn,
+                &app::report::ReportRequest::new("bench", options),
+            )?;
+            let text = emotionbench::export::report::render(
+                &report,
+                emotionbench::export::report::Format::Json,
+            )?;
+            times.push(t.elapsed().as_secs_f64());
+            cohorts = report.cohorts.len();
+            std::hint::black_box(text);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "report ({mode:?} mode, {cohorts} cohorts, read + score + statistics + JSON): median {:.3} s over {} runs (min {:.3}, max {:.3})",
+            times[times.len() / 2],
+            times.len(),
+            times[0],
+            times[times.len() - 1]
+        );
+    }
     Ok(())
 }

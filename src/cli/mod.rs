@@ -1,4 +1,40 @@
-//! The binary's model-run commands (the library does the work; these parse, drive and print).
+//! The binary's commands: one module per command group, each with its clap options, its `run`
+//! and its printing. They call the library (`app` for writes) and never `main.rs`.
 
+pub mod admin;
 pub mod bench;
-pub mod work;
+pub mod bench_runner;
+pub mod catalog;
+pub mod db;
+pub mod demo;
+pub mod export;
+pub mod import;
+pub mod prompt;
+pub mod report;
+pub mod runs;
+pub mod serve;
+
+use std::path::Path;
+
+use emotionbench::Settings;
+
+/// The settings (defaults < config file < environment < `--database-url`), and logging
+/// started with their filter.
+pub fn settings(config: Option<&Path>, database_url: Option<&str>) -> anyhow::Result<Settings> {
+    let mut s = Settings::load(config, |k| std::env::var(k).ok())?;
+    if let Some(url) = database_url {
+        s.database_url = url.to_owned();
+    }
+    init_tracing(&s.log);
+    Ok(s)
+}
+
+fn init_tracing(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}

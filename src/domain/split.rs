@@ -18,7 +18,7 @@
 use super::prompt::{keyed_seed, shuffled_order};
 
 /// Which side of a split a participant is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Side {
     Train,
     Test,

@@ -15,7 +15,7 @@ use crate::domain::split::Side;
 use crate::store::{DbConnection, InstrumentId, StoreError, cohorts, instruments};
 
 /// The record layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FinetuneFormat {
     /// `{"messages":[system, user, assistant]}`: OpenAI's chat fine-tuning format, nothing else.
     Openai,

@@ -123,7 +123,7 @@ pub fn imported_refs(conn: &mut DbConnection, study_id: i64) -> QueryResult<Hash
 }
 
 /// Which participants an export includes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StatusFilter {
     Completed,
     All,

@@ -66,6 +66,20 @@ pub enum DbError {
     Pool(#[from] r2d2::PoolError),
     #[error("migrations failed: {0}")]
     Migration(String),
+    /// A SQLite file that does not exist, for a command that must not create it.
+    #[error("there is no database at {0}: create it with `emotionbench migrate`")]
+    Missing(String),
+    /// The schema is older than this binary's: it has migrations to apply.
+    #[error(
+        "the database {target} is behind this emotionbench ({} migration(s) not applied: {}); \
+         run `emotionbench migrate` first",
+        pending.len(),
+        pending.join(", ")
+    )]
+    Behind {
+        target: String,
+        pending: Vec<String>,
+    },
     #[error(transparent)]
     Query(#[from] diesel::result::Error),
 }
@@ -234,6 +248,86 @@ pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
         DbConnection::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(names),
     };
     applied.map_err(|e| DbError::Migration(e.to_string()))
+}
+
+/// The migrations of this binary not applied to the database, oldest first. Reads only: unlike
+/// `MigrationHarness::applied_migrations`, it does not create the migrations table of an empty
+/// database.
+pub fn pending_migrations(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
+    use diesel::migration::MigrationSource;
+    #[derive(QueryableByName)]
+    struct Version {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        version: String,
+    }
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let exists_sql = match conn {
+        DbConnection::Sqlite(_) => {
+            "SELECT COUNT(*) AS n FROM sqlite_master \
+             WHERE type = 'table' AND name = '__diesel_schema_migrations'"
+        }
+        DbConnection::Postgresql(_) => {
+            "SELECT COUNT(*) AS n FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = '__diesel_schema_migrations'"
+        }
+    };
+    let has_table = diesel::sql_query(exists_sql).get_result::<Count>(conn)?.n > 0;
+    let applied: Vec<String> = if has_table {
+        diesel::sql_query("SELECT version FROM __diesel_schema_migrations")
+            .load::<Version>(conn)?
+            .into_iter()
+            .map(|v| v.version)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let known: Vec<String> = match conn {
+        DbConnection::Sqlite(_) => {
+            MigrationSource::<diesel::sqlite::Sqlite>::migrations(&SQLITE_MIGRATIONS)
+                .map(|m| m.iter().map(|m| m.name().version().to_string()).collect())
+        }
+        DbConnection::Postgresql(_) => {
+            MigrationSource::<diesel::pg::Pg>::migrations(&POSTGRES_MIGRATIONS)
+                .map(|m| m.iter().map(|m| m.name().version().to_string()).collect())
+        }
+    }
+    .map_err(|e| DbError::Migration(e.to_string()))?;
+    let mut pending: Vec<String> = known.into_iter().filter(|v| !applied.contains(v)).collect();
+    pending.sort();
+    Ok(pending)
+}
+
+/// Fails with [`DbError::Behind`] (or [`DbError::Missing`]) unless the database at `url` has
+/// every migration of this binary, changing nothing: a missing SQLite file is not created and
+/// the connection is opened without the pool's settings (setting WAL on a fresh file writes).
+pub fn check_current(url: &str) -> Result<(), DbError> {
+    let url = DatabaseUrl::parse(url)?;
+    let target = url.redacted();
+    let mut conn = match &url {
+        DatabaseUrl::Sqlite(path) => {
+            if !std::path::Path::new(path).is_file() {
+                return Err(DbError::Missing(path.clone()));
+            }
+            diesel::SqliteConnection::establish(path)
+                .map(DbConnection::Sqlite)
+                .map_err(|source| DbError::Connect {
+                    backend: "sqlite",
+                    target: path.clone(),
+                    source,
+                })?
+        }
+        DatabaseUrl::Postgres(_) => ConnectionManager::new(url.clone()).open()?,
+    };
+    let pending = pending_migrations(&mut conn)?;
+    if pending.is_empty() {
+        Ok(())
+    } else {
+        Err(DbError::Behind { target, pending })
+    }
 }
 
 fn names(v: Vec<diesel::migration::MigrationVersion<'_>>) -> Vec<String> {

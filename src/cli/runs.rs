@@ -1,4 +1,5 @@
-//! `run`, `run resume`, `runs …` and `worker`: drive the library's worker and print progress.
+//! `run`, `run resume`, `runs …` and `worker`: create and change runs through `app::runs`,
+//! drive the library's worker and print progress.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -7,14 +8,108 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use emotionbench::Settings;
-use emotionbench::app::runs as setup;
+use emotionbench::app::runs::{self as setup, RunAction};
 use emotionbench::domain::run::{RunParams, Selection};
 use emotionbench::llm::runner::{Worker, WorkerOptions};
 use emotionbench::store::audit::Actor;
 use emotionbench::store::runs::{self, Progress, status};
 use emotionbench::store::{Pool, RunId};
 
-use crate::{RunAction, RunArgs, RunsCommand, WorkOpts, WorkerArgs, migrated};
+use super::db;
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct RunArgs {
+    #[command(subcommand)]
+    pub action: Option<RunSubcommand>,
+    /// The study (slug) whose instrument and situations are used.
+    #[arg(long)]
+    pub study: Option<String>,
+    /// Use this instrument (a key from `instruments list`) instead of the study's; an
+    /// emotion-specific scale (AGQ, BDI, …) takes its emotion's situations by default.
+    #[arg(long, value_name = "KEY")]
+    pub instrument: Option<String>,
+    /// A provider name from the config file's [[providers]].
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name as the provider knows it.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// eb-code (upstream's exact messages), paper, stability, or a custom template file.
+    #[arg(long, default_value = "eb-code")]
+    pub template: String,
+    /// Evoked trials per situation.
+    #[arg(long, default_value_t = 10)]
+    pub repeats: u32,
+    /// Default-measure trials.
+    #[arg(long, default_value_t = 50)]
+    pub default_repeats: u32,
+    /// all | tested | set:NAME | emotion:Anger[,Fear] | factor:Anger-0[,...] | keys:KEY[,KEY]
+    #[arg(long, default_value = "all")]
+    pub situations: String,
+    /// Seed of the item orders (random when omitted; stored with the run).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f64,
+    #[arg(long, default_value_t = 512)]
+    pub max_tokens: u32,
+    /// Do not send a per-trial seed to the provider.
+    #[arg(long)]
+    pub no_request_seed: bool,
+    /// Only create the run (workers pick it up); do not work it here.
+    #[arg(long)]
+    pub detach: bool,
+    #[command(flatten)]
+    pub work: WorkOpts,
+}
+
+#[derive(clap::Subcommand)]
+pub enum RunSubcommand {
+    /// Resume a run (paused, interrupted, failed or cancelled) and work it in the foreground.
+    Resume {
+        id: i64,
+        #[command(flatten)]
+        work: WorkOpts,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+pub struct WorkOpts {
+    /// Seconds a claimed trial stays leased without renewal (renewed at every attempt).
+    #[arg(long, default_value_t = 120)]
+    pub lease_seconds: u64,
+}
+
+#[derive(clap::Subcommand)]
+pub enum RunsCommand {
+    /// List the runs with their progress.
+    List,
+    /// One run: parameters, progress, failures, a sample of replies.
+    Show {
+        id: i64,
+        /// Print every trial as JSON lines instead.
+        #[arg(long)]
+        trials: bool,
+    },
+    /// Stop claiming new trials (trials in flight finish).
+    Pause { id: i64 },
+    /// Queue a paused, failed or cancelled run again.
+    Resume { id: i64 },
+    /// Cancel a run: its pending trials are never sent.
+    Cancel { id: i64 },
+}
+
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    /// Requests in flight at most (default: the sum of the providers' concurrency).
+    #[arg(long)]
+    pub slots: Option<usize>,
+    #[command(flatten)]
+    pub work: WorkOpts,
+}
 
 /// Sets `stop` on SIGINT or SIGTERM (a thread running a small signal-only runtime).
 pub fn stop_on_signals() -> Arc<AtomicBool> {
@@ -55,12 +150,12 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
-    if let Some(RunAction::Resume { id, work }) = args.action {
-        let pool = migrated(&settings)?;
+pub fn run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
+    if let Some(RunSubcommand::Resume { id, work }) = args.action {
+        let pool = db::writing(&settings)?;
         let run = {
             let mut conn = pool.get()?;
-            runs::resume(&mut conn, RunId(id))?
+            setup::change(&mut conn, RunId(id), RunAction::Resume, &Actor::Cli)?
         };
         eprintln!("run {id} resumed ({})", run.status);
         return foreground(settings, pool, RunId(id), &work);
@@ -89,7 +184,7 @@ pub fn cmd_run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
             custom_template: None,
         },
     };
-    let pool = migrated(&settings)?;
+    let pool = db::writing(&settings)?;
     let created = {
         let mut conn = pool.get()?;
         setup::create(&mut conn, &settings, &request, &Actor::Cli)?
@@ -148,7 +243,7 @@ fn foreground(settings: Settings, pool: Pool, run: RunId, work: &WorkOpts) -> an
     let settings = sized(settings, slots);
     let pool = if settings.pool_size > pool.max_size() {
         drop(pool);
-        migrated(&settings)?
+        db::open(&settings)?
     } else {
         pool
     };
@@ -219,7 +314,7 @@ fn foreground(settings: Settings, pool: Pool, run: RunId, work: &WorkOpts) -> an
     }
 }
 
-pub fn cmd_worker(settings: Settings, args: WorkerArgs) -> anyhow::Result<()> {
+pub fn worker(settings: Settings, args: WorkerArgs) -> anyhow::Result<()> {
     if settings.providers.is_empty() {
         anyhow::bail!(
             "the config file defines no [[providers]]: a worker would have nothing to call"
@@ -234,7 +329,7 @@ pub fn cmd_worker(settings: Settings, args: WorkerArgs) -> anyhow::Result<()> {
             .min(256)
     });
     let settings = sized(settings, slots);
-    let pool = migrated(&settings)?;
+    let pool = db::writing(&settings)?;
     let stop = stop_on_signals();
     let mut opts = WorkerOptions::new(slots);
     opts.lease = Duration::from_secs(args.work.lease_seconds.max(1));
@@ -252,94 +347,96 @@ pub fn cmd_worker(settings: Settings, args: WorkerArgs) -> anyhow::Result<()> {
     std::process::exit(0);
 }
 
-pub fn cmd_runs(settings: Settings, cmd: RunsCommand) -> anyhow::Result<()> {
-    let pool = migrated(&settings)?;
+pub fn runs(settings: &Settings, cmd: RunsCommand) -> anyhow::Result<()> {
+    let action = match cmd {
+        RunsCommand::List => return list(settings),
+        RunsCommand::Show { id, trials } => return show(settings, RunId(id), trials),
+        RunsCommand::Pause { id } => (id, RunAction::Pause),
+        RunsCommand::Resume { id } => (id, RunAction::Resume),
+        RunsCommand::Cancel { id } => (id, RunAction::Cancel),
+    };
+    let (id, action) = action;
+    let pool = db::writing(settings)?;
+    let r = setup::change(&mut *pool.get()?, RunId(id), action, &Actor::Cli)?;
+    println!("run {id} {}", r.status);
+    Ok(())
+}
+
+fn list(settings: &Settings) -> anyhow::Result<()> {
+    let pool = db::reading(settings)?;
     let mut conn = pool.get()?;
-    match cmd {
-        RunsCommand::List => {
-            println!(
-                "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
-                "ID", "STATUS", "PROVIDER", "MODEL", "TEMPLATE", "TRIALS", "DONE", "FAILED"
-            );
-            for r in runs::list(&mut conn)? {
-                let p = runs::progress(&mut conn, RunId(r.id))?;
-                println!(
-                    "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
-                    r.id, r.status, r.provider, r.model, r.template, p.total, p.done, p.failed
-                );
-            }
+    println!(
+        "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
+        "ID", "STATUS", "PROVIDER", "MODEL", "TEMPLATE", "TRIALS", "DONE", "FAILED"
+    );
+    for r in runs::list(&mut conn)? {
+        let p = runs::progress(&mut conn, RunId(r.id))?;
+        println!(
+            "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
+            r.id, r.status, r.provider, r.model, r.template, p.total, p.done, p.failed
+        );
+    }
+    Ok(())
+}
+
+fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
+    let pool = db::reading(settings)?;
+    let mut conn = pool.get()?;
+    let r = runs::get(&mut conn, run)?.with_context(|| format!("no run {run}"))?;
+    let all = runs::trials(&mut conn, run)?;
+    if trials {
+        for t in &all {
+            println!("{}", serde_json::to_string(t)?);
         }
-        RunsCommand::Show { id, trials } => {
-            let run = RunId(id);
-            let r = runs::get(&mut conn, run)?.with_context(|| format!("no run {id}"))?;
-            let all = runs::trials(&mut conn, run)?;
-            if trials {
-                for t in &all {
-                    println!("{}", serde_json::to_string(t)?);
-                }
-                return Ok(());
-            }
-            let p = runs::progress(&mut conn, run)?;
-            println!("run {}: {}", r.id, r.status);
-            if let Some(e) = &r.error {
-                println!("error:      {e}");
-            }
-            println!("provider:   {} / model {}", r.provider, r.model);
-            println!("template:   {}", r.template);
-            println!("params:     {}", r.params);
-            println!("selection:  {}", r.selection);
-            println!(
-                "repeats:    {} per situation, {} default; seed {}",
-                r.repeats, r.default_repeats, r.seed
-            );
-            println!(
-                "trials:     {} total, {} done, {} failed, {} pending, {} in flight",
-                p.total, p.done, p.failed, p.pending, p.leased
-            );
-            println!(
-                "tokens:     {} in / {} out; cost ${:.4}",
-                p.input_tokens,
-                p.output_tokens,
-                p.cost_micros as f64 / 1e6
-            );
-            println!("parse failures (attempts): {}", p.parse_failures);
-            let mut classes: Vec<(String, usize)> = Vec::new();
-            for t in all.iter().filter(|t| t.status == "failed") {
-                let c = t.error_class.clone().unwrap_or_default();
-                match classes.iter_mut().find(|(k, _)| *k == c) {
-                    Some((_, n)) => *n += 1,
-                    None => classes.push((c, 1)),
-                }
-            }
-            for (c, n) in classes {
-                println!("failed as {c}: {n}");
-            }
-            for t in all.iter().filter(|t| t.raw_reply.is_some()).take(2) {
-                let reply: String = t
-                    .raw_reply
-                    .clone()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(200)
-                    .collect();
-                println!(
-                    "sample reply (trial {}, {} {} #{}): {:?}",
-                    t.id, t.measure, t.situation_key, t.repeat_index, reply
-                );
-            }
+        return Ok(());
+    }
+    let p = runs::progress(&mut conn, run)?;
+    println!("run {}: {}", r.id, r.status);
+    if let Some(e) = &r.error {
+        println!("error:      {e}");
+    }
+    println!("provider:   {} / model {}", r.provider, r.model);
+    println!("template:   {}", r.template);
+    println!("params:     {}", r.params);
+    println!("selection:  {}", r.selection);
+    println!(
+        "repeats:    {} per situation, {} default; seed {}",
+        r.repeats, r.default_repeats, r.seed
+    );
+    println!(
+        "trials:     {} total, {} done, {} failed, {} pending, {} in flight",
+        p.total, p.done, p.failed, p.pending, p.leased
+    );
+    println!(
+        "tokens:     {} in / {} out; cost ${:.4}",
+        p.input_tokens,
+        p.output_tokens,
+        p.cost_micros as f64 / 1e6
+    );
+    println!("parse failures (attempts): {}", p.parse_failures);
+    let mut classes: Vec<(String, usize)> = Vec::new();
+    for t in all.iter().filter(|t| t.status == "failed") {
+        let c = t.error_class.clone().unwrap_or_default();
+        match classes.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, n)) => *n += 1,
+            None => classes.push((c, 1)),
         }
-        RunsCommand::Pause { id } => {
-            let r = runs::pause(&mut conn, RunId(id))?;
-            println!("run {id} {}", r.status);
-        }
-        RunsCommand::Resume { id } => {
-            let r = runs::resume(&mut conn, RunId(id))?;
-            println!("run {id} {}", r.status);
-        }
-        RunsCommand::Cancel { id } => {
-            let r = runs::cancel(&mut conn, RunId(id))?;
-            println!("run {id} {}", r.status);
-        }
+    }
+    for (c, n) in classes {
+        println!("failed as {c}: {n}");
+    }
+    for t in all.iter().filter(|t| t.raw_reply.is_some()).take(2) {
+        let reply: String = t
+            .raw_reply
+            .clone()
+            .unwrap_or_default()
+            .chars()
+            .take(200)
+            .collect();
+        println!(
+            "sample reply (trial {}, {} {} #{}): {:?}",
+            t.id, t.measure, t.situation_key, t.repeat_index, reply
+        );
     }
     Ok(())
 }

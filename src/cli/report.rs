@@ -1,0 +1,85 @@
+//! `report`: the alignment report of a study (read only).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use emotionbench::Settings;
+use emotionbench::app::report::{ModelSelection, ReportRequest, parse_alpha, report};
+use emotionbench::domain::report::{Correction, Mode, Options, Unit};
+use emotionbench::domain::split::Side;
+use emotionbench::export::report::{Format, render};
+
+use super::db;
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// The study's slug.
+    #[arg(long)]
+    study: String,
+    /// `all` or a comma-separated list of model names.
+    #[arg(long, default_value = "all")]
+    models: ModelSelection,
+    /// One cohort per run instead of per model (comma-separated run ids, see `emotionbench
+    /// runs`). With exactly two runs, e.g. one model under `eb-code` and under `stability`, the
+    /// report also compares them: per emotion, each Δ and the difference with its test.
+    #[arg(long, value_delimiter = ',', conflicts_with = "models")]
+    runs: Vec<i64>,
+    /// The instrument the model trials answered (e.g. AGQ); default: the study's. Humans are
+    /// included only on their own instrument.
+    #[arg(long)]
+    instrument: Option<String>,
+    /// Only the humans on this side of the study's split (`emotionbench split`): train or test.
+    #[arg(long, value_enum)]
+    split: Option<Side>,
+    /// `paper`: the upstream procedure (F-test, Student or Welch, ε = 1e-8 on SDs, repeats
+    /// pooled); `default`: Welch without ε.
+    #[arg(long, default_value = "default")]
+    mode: Mode,
+    /// Significance level.
+    #[arg(long, default_value_t = 0.01, value_parser = parse_alpha)]
+    alpha: f64,
+    /// Model observations: every `trial`, or the mean of each `situation`'s repeats.
+    #[arg(long, default_value = "trial")]
+    unit: Unit,
+    /// Multiple-comparison correction over each cohort's factor table: bh or holm.
+    #[arg(long)]
+    correction: Option<Correction>,
+    /// html, md, csv or json.
+    #[arg(long, default_value = "md")]
+    format: Format,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub fn run(settings: &Settings, args: ReportArgs) -> anyhow::Result<()> {
+    let pool = db::reading(settings)?;
+    let mut conn = pool.get()?;
+    let options = Options {
+        mode: args.mode,
+        alpha: args.alpha,
+        unit: args.unit,
+        correction: args.correction,
+    };
+    let request = ReportRequest {
+        models: args.models.clone(),
+        runs: args.runs.clone(),
+        instrument: args.instrument.clone(),
+        split: args.split,
+        ..ReportRequest::new(&args.study, options)
+    };
+    let report = report(&mut conn, &request)?;
+    let text = render(&report, args.format)?;
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("wrote the report to {}", path.display());
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+        }
+    }
+    Ok(())
+}
