@@ -39,6 +39,17 @@ fn a_participant_whose_stored_status_does_not_decode_gets_the_error_page(db: Tes
     assert!(r.body.contains("Something went wrong"), "{}", r.body);
     // The plain page: the cause is for the log, not for the participant.
     assert!(!r.body.contains("bogus"), "{}", r.body);
+    // The log line carries the request id the page shows, and the cause: table, row, column.
+    let request = r.header("x-request-id").unwrap().to_owned();
+    assert!(r.body.contains(&request), "{}", r.body);
+    let lines = app.log_lines_with(&request);
+    assert_eq!(lines.len(), 1, "logged once: {lines:#?}");
+    let line = &lines[0];
+    assert!(line.contains("ERROR"), "{line}");
+    assert!(
+        line.contains(&format!("participants row {id}, column status")) && line.contains("bogus"),
+        "{line}"
+    );
 
     let pool = app.pool();
     let mut conn = pool.get().unwrap();
