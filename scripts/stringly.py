@@ -6,8 +6,8 @@
 A hit is a string literal whose whole text equals a value the database stores for a study,
 participant, run or trial status, a survey page, a response phase / trial measure, or an error
 class, found outside that enum's SQL mapping. The mapping is the `as_str` / `parse` /
-`from_str` functions of an `impl` of one of the enums below, or a `text_enum!` invocation
-(`src/store/columns.rs`). Comments and `#[cfg(test)]` modules are skipped, as
+`from_str` functions of an `impl` of one of the enums below, or a `text_enum!` / `stored_names!` invocation
+(`src/store/columns.rs`, `src/domain/run.rs`). Comments and `#[cfg(test)]` modules are skipped, as
 `house.py` does. Stdlib only; reads text, so a hit may be a word that happens to equal a value
 (e.g. a CSV header `"situation"`): `-v` prints each one with its place.
 
@@ -88,13 +88,26 @@ def block_end(code, open_brace):
     return j
 
 
+def paren_end(code, open_at):
+    """End of the bracketed group opened at `open_at` (`(` or `{`)."""
+    close = {"(": ")", "{": "}"}[code[open_at]]
+    depth, j = 1, open_at + 1
+    while j < len(code) and depth:
+        if code[j] == code[open_at]:
+            depth += 1
+        elif code[j] == close:
+            depth -= 1
+        j += 1
+    return j
+
+
 def excluded_regions(code):
     """Test modules, and the enums' mapping code."""
     regions = []
     for m in re.finditer(r"#\[cfg\(test\)\]\s*(#\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?mod\s+\w+\s*\{", code):
         regions.append((m.start(), block_end(code, m.end() - 1)))
-    for m in re.finditer(r"\btext_enum!\s*\{", code):
-        regions.append((m.start(), block_end(code, m.end() - 1)))
+    for m in re.finditer(r"\b(?:text_enum|stored_names)!\s*[({]", code):
+        regions.append((m.start(), paren_end(code, m.end() - 1)))
     for m in re.finditer(r"\bimpl\b([^{;]*)\{", code):
         names = set(re.findall(r"\w+", m.group(1)))
         target = m.group(1).split(" for ")[-1]

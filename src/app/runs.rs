@@ -11,6 +11,7 @@ use crate::domain::prompt::canonical_order;
 use crate::domain::prompt::{ChatMessage, Measure, Template, parse_custom_template, render};
 use crate::domain::run::{RunParams, Selection, TESTED_SET, plan_trials, trial_order};
 use crate::llm::profiles::{self, RunManifest};
+use crate::store::Json;
 use crate::store::runs::{self, NewRun, NewTrial};
 use crate::store::situations::StoredSituation;
 use crate::store::studies::{self, Study};
@@ -188,7 +189,7 @@ pub fn create(
             situation_id: p.situation.and_then(|i| chosen.get(i)).map(|s| s.id.0),
             situation_key: p.situation_key.clone(),
             repeat: i32::try_from(p.repeat).unwrap_or(i32::MAX),
-            item_order: serde_json::to_string(&p.item_order).unwrap_or_default(),
+            item_order: Json(p.item_order.clone()),
         })
         .collect();
     let mut params = req.params.clone();

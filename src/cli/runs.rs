@@ -12,7 +12,7 @@ use emotionbench::app::runs::{self as setup, RunAction};
 use emotionbench::domain::run::{RunParams, Selection};
 use emotionbench::llm::runner::{Worker, WorkerOptions};
 use emotionbench::store::audit::Actor;
-use emotionbench::store::runs::{self, Progress, status};
+use emotionbench::store::runs::{self, Progress, RunStatus, TrialStatus};
 use emotionbench::store::{Pool, RunId};
 
 use super::db;
@@ -303,8 +303,8 @@ fn foreground(settings: Settings, pool: Pool, run: RunId, work: &WorkOpts) -> an
                 started.elapsed().as_secs_f64(),
                 p.parse_failures
             );
-            return match r.status.as_str() {
-                status::FAILED => Err(anyhow::anyhow!(
+            return match r.status {
+                RunStatus::Failed => Err(anyhow::anyhow!(
                     "run {run} failed: {}",
                     r.error.unwrap_or_default()
                 )),
@@ -415,7 +415,7 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
     );
     println!("parse failures (attempts): {}", p.parse_failures);
     let mut classes: Vec<(String, usize)> = Vec::new();
-    for t in all.iter().filter(|t| t.status == "failed") {
+    for t in all.iter().filter(|t| t.status == TrialStatus::Failed) {
         let c = t.error_class.clone().unwrap_or_default();
         match classes.iter_mut().find(|(k, _)| *k == c) {
             Some((_, n)) => *n += 1,

@@ -9,6 +9,76 @@ use serde::{Deserialize, Serialize};
 use super::prompt::{CustomTemplate, Measure, shuffled_order, trial_seed};
 use super::situation::Situation;
 
+/// Gives a stored enum `as_str`, `parse` (exactly what `as_str` writes) and `Display`.
+macro_rules! stored_names {
+    ($ty:ident { $($variant:ident => $text:literal),* $(,)? }) => {
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $text),*
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<$ty> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == s)
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// Where a run stands (`model_runs.status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Paused,
+    Cancelled,
+    Completed,
+    Failed,
+}
+
+stored_names!(RunStatus {
+    Queued => "queued",
+    Running => "running",
+    Paused => "paused",
+    Cancelled => "cancelled",
+    Completed => "completed",
+    Failed => "failed",
+});
+
+impl RunStatus {
+    /// Workers may claim its trials.
+    pub fn is_active(self) -> bool {
+        matches!(self, RunStatus::Queued | RunStatus::Running)
+    }
+}
+
+/// Where a trial stands in the queue (`model_trials.status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrialStatus {
+    Pending,
+    Leased,
+    Done,
+    Failed,
+}
+
+stored_names!(TrialStatus {
+    Pending => "pending",
+    Leased => "leased",
+    Done => "done",
+    Failed => "failed",
+});
+
 /// Sampling parameters sent with every request of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunParams {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::config::Settings;
 use crate::domain::instrument::Instrument;
 use crate::domain::parse::{ParseSpec, parse_reply};
-use crate::domain::prompt::{Measure, Template, render, trial_seed};
+use crate::domain::prompt::{Template, render, trial_seed};
 use crate::domain::run::cost_micros;
 use crate::store::runs::{self, AttemptOutcome, Trial, TrialOutcome};
 use crate::store::{InstrumentId, Pool, RunId, SituationSetId, StoreError, TrialId};
@@ -607,9 +607,8 @@ struct Prepared {
 /// The request body of a trial, from its stored order, measure and situation; `Err` says why
 /// it cannot be made.
 fn prepare(ctx: &RunContext, trial: &Trial) -> Result<Prepared, String> {
-    let order = serde_json::from_str::<Vec<u32>>(&trial.item_order)
-        .map_err(|_| "the stored item order is not valid".to_owned())?;
-    let measure: Measure = trial.measure.parse()?;
+    let order = trial.item_order.0.clone();
+    let measure = trial.measure;
     let situation = ctx.situations.get(&trial.situation_key).map(String::as_str);
     let messages = render(&ctx.instrument, &ctx.template, measure, situation, &order)
         .map_err(|e| e.to_string())?;

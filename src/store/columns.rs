@@ -16,6 +16,7 @@ use diesel::sqlite::Sqlite;
 
 use super::db::MultiBackend;
 use crate::domain::measure::Measure;
+use crate::domain::run::{RunParams, RunStatus, TrialStatus};
 use crate::domain::study::StudyStatus;
 use crate::domain::survey::{Page, ParticipantStatus};
 
@@ -63,6 +64,8 @@ text_enum! {
     ParticipantStatus => ParticipantStatusProxy, "participant status";
     Page => PageProxy, "survey page";
     Measure => MeasureProxy, "measure";
+    RunStatus => RunStatusProxy, "run status";
+    TrialStatus => TrialStatusProxy, "trial status";
 }
 
 /// A value stored as JSON text.
@@ -83,6 +86,10 @@ impl JsonValue for Vec<i32> {
 
 impl JsonValue for Vec<String> {
     const WHAT: &'static str = "list of names";
+}
+
+impl JsonValue for RunParams {
+    const WHAT: &'static str = "run parameters";
 }
 
 /// A JSON column, decoded into `T` on load (an undecodable text is a [`BadValue`]).

@@ -5,6 +5,11 @@ use diesel::prelude::*;
 
 use super::schema::{model_runs, model_trials};
 use super::{DbConnection, StoreError, now};
+use crate::domain::run::{RunStatus, TrialStatus};
+
+/// The error class of an imported answer that is not a score list: the reply did not parse
+/// (`llm::client::ErrorClass::Parse`, which the store cannot name without importing `llm`).
+const PARSE: &str = "parse";
 
 /// A trial to store for an imported run.
 #[derive(Debug, Clone)]
@@ -79,7 +84,7 @@ pub fn insert_imported(
             ),
             (
                 model_runs::seed.eq(0i64),
-                model_runs::status.eq("completed"),
+                model_runs::status.eq(RunStatus::Completed),
                 model_runs::source.eq("import"),
                 model_runs::created_at.eq(t),
                 model_runs::updated_at.eq(t),
@@ -94,8 +99,8 @@ pub fn insert_imported(
             .iter()
             .map(|tr| {
                 let (status, scores, class, error) = match &tr.scores {
-                    Ok(s) => ("done", Some(s.as_str()), None, None),
-                    Err(e) => ("failed", None, Some("parse"), Some(e.as_str())),
+                    Ok(s) => (TrialStatus::Done, Some(s.as_str()), None, None),
+                    Err(e) => (TrialStatus::Failed, None, Some(PARSE), Some(e.as_str())),
                 };
                 (
                     (

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 
 use super::DbConnection;
 use super::schema::{model_runs, model_trials, participants, responses};
+use crate::domain::run::TrialStatus;
 use crate::domain::survey::ParticipantStatus;
 
 /// One answer of a completed participant: participant, situation, phase, item, value.
@@ -99,7 +100,7 @@ pub fn trials(
         .inner_join(model_runs::table)
         .filter(model_runs::study_id.eq(study_id))
         .filter(model_runs::instrument_id.eq(instrument_id))
-        .filter(model_trials::status.eq_any(["done", "failed"]))
+        .filter(model_trials::status.eq_any([TrialStatus::Done, TrialStatus::Failed]))
         .into_boxed();
     query = match filter {
         TrialFilter::Models(names) => query.filter(model_runs::model.eq_any(names)),

@@ -12,28 +12,12 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text, Timestamp};
 
+use super::columns::{ItemOrder, corrupt_row};
 use super::schema::{model_providers, model_runs, model_trials, trial_attempts};
 use super::{DbConnection, RunId, StoreError, TrialId, now};
 use crate::config::ProviderConfig;
-use crate::domain::prompt::Measure;
-
-/// Run status values.
-pub mod status {
-    pub const QUEUED: &str = "queued";
-    pub const RUNNING: &str = "running";
-    pub const PAUSED: &str = "paused";
-    pub const CANCELLED: &str = "cancelled";
-    pub const COMPLETED: &str = "completed";
-    pub const FAILED: &str = "failed";
-}
-
-/// Trial status values.
-pub mod trial_status {
-    pub const PENDING: &str = "pending";
-    pub const LEASED: &str = "leased";
-    pub const DONE: &str = "done";
-    pub const FAILED: &str = "failed";
-}
+pub use crate::domain::prompt::Measure;
+pub use crate::domain::run::{RunStatus, TrialStatus};
 
 /// What a new run is; its trials come separately.
 #[derive(Debug, Clone)]
@@ -60,8 +44,8 @@ pub struct NewTrial {
     pub situation_id: Option<i64>,
     pub situation_key: String,
     pub repeat: i32,
-    /// JSON permutation: display position -> item number.
-    pub item_order: String,
+    /// Display position -> item number.
+    pub item_order: ItemOrder,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
@@ -79,7 +63,7 @@ pub struct Run {
     pub repeats: i32,
     pub default_repeats: i32,
     pub seed: i64,
-    pub status: String,
+    pub status: RunStatus,
     pub source: String,
     pub error: Option<String>,
     pub created_at: NaiveDateTime,
@@ -91,7 +75,7 @@ pub struct Run {
 impl Run {
     /// Whether workers may claim its trials.
     pub fn is_active(&self) -> bool {
-        self.status == status::QUEUED || self.status == status::RUNNING
+        self.status.is_active()
     }
 }
 
@@ -101,13 +85,13 @@ impl Run {
 pub struct Trial {
     pub id: i64,
     pub run_id: i64,
-    pub measure: String,
+    pub measure: Measure,
     pub situation_id: Option<i64>,
     pub situation_key: String,
     pub repeat_index: i32,
-    pub status: String,
+    pub status: TrialStatus,
     pub attempts: i32,
-    pub item_order: String,
+    pub item_order: ItemOrder,
 }
 
 /// A trial with its outcome, for `runs show` and tests.
@@ -115,10 +99,10 @@ pub struct Trial {
 #[diesel(table_name = model_trials)]
 pub struct TrialRecord {
     pub id: i64,
-    pub measure: String,
+    pub measure: Measure,
     pub situation_key: String,
     pub repeat_index: i32,
-    pub status: String,
+    pub status: TrialStatus,
     pub attempts: i32,
     pub item_order: String,
     pub request: Option<String>,
@@ -239,7 +223,7 @@ pub fn create(
                     model_runs::repeats.eq(run.repeats),
                     model_runs::default_repeats.eq(run.default_repeats),
                     model_runs::seed.eq(run.seed),
-                    model_runs::status.eq(status::QUEUED),
+                    model_runs::status.eq(RunStatus::Queued),
                     model_runs::source.eq("run"),
                     model_runs::created_at.eq(t),
                     model_runs::updated_at.eq(t),
@@ -254,11 +238,11 @@ pub fn create(
                 .map(|tr| {
                     (
                         model_trials::run_id.eq(id),
-                        model_trials::measure.eq(tr.measure.as_str()),
+                        model_trials::measure.eq(tr.measure),
                         model_trials::situation_id.eq(tr.situation_id),
                         model_trials::situation_key.eq(&tr.situation_key),
                         model_trials::repeat_index.eq(tr.repeat),
-                        model_trials::status.eq(trial_status::PENDING),
+                        model_trials::status.eq(TrialStatus::Pending),
                         model_trials::item_order.eq(&tr.item_order),
                         model_trials::created_at.eq(t),
                         model_trials::updated_at.eq(t),
@@ -282,6 +266,7 @@ pub fn get(conn: &mut DbConnection, id: RunId) -> QueryResult<Option<Run>> {
         .select(Run::as_select())
         .first(conn)
         .optional()
+        .map_err(corrupt_row("model_runs", id))
 }
 
 /// All runs, newest first.
@@ -295,7 +280,7 @@ pub fn list(conn: &mut DbConnection) -> QueryResult<Vec<Run>> {
 /// Runs whose trials may be claimed, oldest first.
 pub fn active(conn: &mut DbConnection) -> QueryResult<Vec<Run>> {
     model_runs::table
-        .filter(model_runs::status.eq_any([status::QUEUED, status::RUNNING]))
+        .filter(model_runs::status.eq_any([RunStatus::Queued, RunStatus::Running]))
         .order(model_runs::id)
         .select(Run::as_select())
         .load(conn)
@@ -311,15 +296,16 @@ pub fn progress(conn: &mut DbConnection, run: RunId) -> QueryResult<Progress> {
             model_trials::output_tokens,
             model_trials::cost_micros,
         ))
-        .load::<(String, Option<i64>, Option<i64>, Option<i64>)>(conn)?;
+        .load::<(TrialStatus, Option<i64>, Option<i64>, Option<i64>)>(conn)
+        .map_err(corrupt_row("model_trials", format!("of run {run}")))?;
     let mut p = Progress::default();
     for (st, input, output, cost) in rows {
         p.total += 1;
-        match st.as_str() {
-            trial_status::PENDING => p.pending += 1,
-            trial_status::LEASED => p.leased += 1,
-            trial_status::DONE => p.done += 1,
-            _ => p.failed += 1,
+        match st {
+            TrialStatus::Pending => p.pending += 1,
+            TrialStatus::Leased => p.leased += 1,
+            TrialStatus::Done => p.done += 1,
+            TrialStatus::Failed => p.failed += 1,
         }
         p.input_tokens += input.unwrap_or(0);
         p.output_tokens += output.unwrap_or(0);
@@ -347,9 +333,9 @@ pub fn pause(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
     transition(
         conn,
         id,
-        "paused",
-        &[status::QUEUED, status::RUNNING],
-        status::PAUSED,
+        RunStatus::Paused.as_str(),
+        &[RunStatus::Queued, RunStatus::Running],
+        RunStatus::Paused,
     )
 }
 
@@ -358,14 +344,14 @@ pub fn cancel(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
     transition(
         conn,
         id,
-        "cancelled",
+        RunStatus::Cancelled.as_str(),
         &[
-            status::QUEUED,
-            status::RUNNING,
-            status::PAUSED,
-            status::FAILED,
+            RunStatus::Queued,
+            RunStatus::Running,
+            RunStatus::Paused,
+            RunStatus::Failed,
         ],
-        status::CANCELLED,
+        RunStatus::Cancelled,
     )
 }
 
@@ -373,7 +359,7 @@ pub fn cancel(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
 /// run whose trials are all finished stays completed.
 pub fn resume(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
     if let Some(run) = get(conn, id)? {
-        if run.status == status::COMPLETED {
+        if run.status == RunStatus::Completed {
             return Ok(run);
         }
     }
@@ -382,13 +368,13 @@ pub fn resume(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
         id,
         "resumed",
         &[
-            status::PAUSED,
-            status::CANCELLED,
-            status::FAILED,
-            status::QUEUED,
-            status::RUNNING,
+            RunStatus::Paused,
+            RunStatus::Cancelled,
+            RunStatus::Failed,
+            RunStatus::Queued,
+            RunStatus::Running,
         ],
-        status::QUEUED,
+        RunStatus::Queued,
     )?;
     diesel::update(model_runs::table.find(id.0))
         .set(model_runs::error.eq(None::<String>))
@@ -401,8 +387,8 @@ fn transition(
     conn: &mut DbConnection,
     id: RunId,
     verb: &str,
-    from: &[&str],
-    to: &str,
+    from: &[RunStatus],
+    to: RunStatus,
 ) -> Result<Run, StoreError> {
     conn.write_transaction(|conn| {
         // Postgres: lock the row before reading it (SQLite holds the write lock already).
@@ -415,20 +401,20 @@ fn transition(
                 .optional()?;
         }
         let run = get(conn, id)?.ok_or_else(|| StoreError::Conflict(format!("no run {id}")))?;
-        if run.status == to && to != status::QUEUED {
+        if run.status == to && to != RunStatus::Queued {
             return Ok(run);
         }
-        if !from.contains(&run.status.as_str()) {
+        if !from.contains(&run.status) {
             return Err(refuse(&run, verb));
         }
         let t = now();
         diesel::update(model_runs::table.find(id.0))
             .set((model_runs::status.eq(to), model_runs::updated_at.eq(t)))
             .execute(conn)?;
-        if to == status::QUEUED && run.status == status::RUNNING {
+        if to == RunStatus::Queued && run.status == RunStatus::Running {
             // Resuming a running run changes nothing.
             diesel::update(model_runs::table.find(id.0))
-                .set(model_runs::status.eq(status::RUNNING))
+                .set(model_runs::status.eq(RunStatus::Running))
                 .execute(conn)?;
         }
         get(conn, id)?.ok_or_else(|| StoreError::Conflict(format!("no run {id}")))
@@ -441,10 +427,10 @@ pub fn fail(conn: &mut DbConnection, id: RunId, message: &str) -> QueryResult<()
     diesel::update(
         model_runs::table
             .find(id.0)
-            .filter(model_runs::status.eq_any([status::QUEUED, status::RUNNING])),
+            .filter(model_runs::status.eq_any([RunStatus::Queued, RunStatus::Running])),
     )
     .set((
-        model_runs::status.eq(status::FAILED),
+        model_runs::status.eq(RunStatus::Failed),
         model_runs::error.eq(message),
         model_runs::updated_at.eq(t),
         model_runs::finished_at.eq(t),
@@ -457,7 +443,7 @@ pub fn fail(conn: &mut DbConnection, id: RunId, message: &str) -> QueryResult<()
 pub fn complete_if_finished(conn: &mut DbConnection, id: RunId) -> QueryResult<bool> {
     let open: i64 = model_trials::table
         .filter(model_trials::run_id.eq(id.0))
-        .filter(model_trials::status.eq_any([trial_status::PENDING, trial_status::LEASED]))
+        .filter(model_trials::status.eq_any([TrialStatus::Pending, TrialStatus::Leased]))
         .count()
         .get_result(conn)?;
     if open > 0 {
@@ -467,10 +453,10 @@ pub fn complete_if_finished(conn: &mut DbConnection, id: RunId) -> QueryResult<b
     let n = diesel::update(
         model_runs::table
             .find(id.0)
-            .filter(model_runs::status.eq_any([status::QUEUED, status::RUNNING])),
+            .filter(model_runs::status.eq_any([RunStatus::Queued, RunStatus::Running])),
     )
     .set((
-        model_runs::status.eq(status::COMPLETED),
+        model_runs::status.eq(RunStatus::Completed),
         model_runs::updated_at.eq(t),
         model_runs::finished_at.eq(t),
     ))
@@ -568,10 +554,10 @@ pub fn claim(
     diesel::update(
         model_runs::table
             .find(run.0)
-            .filter(model_runs::status.eq(status::QUEUED)),
+            .filter(model_runs::status.eq(RunStatus::Queued)),
     )
     .set((
-        model_runs::status.eq(status::RUNNING),
+        model_runs::status.eq(RunStatus::Running),
         model_runs::started_at.eq(t),
         model_runs::updated_at.eq(t),
     ))
@@ -588,7 +574,7 @@ macro_rules! held {
     ($trial:expr, $owner:expr) => {
         model_trials::table
             .find($trial.0)
-            .filter(model_trials::status.eq(trial_status::LEASED))
+            .filter(model_trials::status.eq(TrialStatus::Leased))
             .filter(model_trials::lease_owner.eq($owner))
     };
 }
@@ -710,9 +696,9 @@ pub fn finish_trial(
         .set((
             (
                 model_trials::status.eq(if o.done {
-                    trial_status::DONE
+                    TrialStatus::Done
                 } else {
-                    trial_status::FAILED
+                    TrialStatus::Failed
                 }),
                 model_trials::lease_owner.eq(None::<String>),
                 model_trials::lease_expires_at.eq(None::<NaiveDateTime>),
@@ -752,7 +738,7 @@ pub fn release(
     let t = now();
     let n = diesel::update(held!(trial, owner))
         .set((
-            model_trials::status.eq(trial_status::PENDING),
+            model_trials::status.eq(TrialStatus::Pending),
             model_trials::lease_owner.eq(None::<String>),
             model_trials::lease_expires_at.eq(None::<NaiveDateTime>),
             model_trials::updated_at.eq(t),
@@ -773,7 +759,7 @@ pub fn release(
 pub fn release_all(conn: &mut DbConnection, owner: &str) -> QueryResult<usize> {
     let t = now();
     let held: Vec<i64> = model_trials::table
-        .filter(model_trials::status.eq(trial_status::LEASED))
+        .filter(model_trials::status.eq(TrialStatus::Leased))
         .filter(model_trials::lease_owner.eq(owner))
         .select(model_trials::id)
         .load(conn)?;
@@ -791,11 +777,11 @@ pub fn release_all(conn: &mut DbConnection, owner: &str) -> QueryResult<usize> {
     diesel::update(
         model_trials::table
             .filter(model_trials::id.eq_any(&held))
-            .filter(model_trials::status.eq(trial_status::LEASED))
+            .filter(model_trials::status.eq(TrialStatus::Leased))
             .filter(model_trials::lease_owner.eq(owner)),
     )
     .set((
-        model_trials::status.eq(trial_status::PENDING),
+        model_trials::status.eq(TrialStatus::Pending),
         model_trials::lease_owner.eq(None::<String>),
         model_trials::lease_expires_at.eq(None::<NaiveDateTime>),
         model_trials::updated_at.eq(t),
@@ -826,7 +812,7 @@ pub fn attempts(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<AttemptR
 pub fn latest(conn: &mut DbConnection, run: RunId, limit: i64) -> QueryResult<Vec<TrialRecord>> {
     model_trials::table
         .filter(model_trials::run_id.eq(run.0))
-        .filter(model_trials::status.eq_any([trial_status::DONE, trial_status::FAILED]))
+        .filter(model_trials::status.eq_any([TrialStatus::Done, TrialStatus::Failed]))
         .order(model_trials::finished_at.desc())
         .limit(limit)
         .select(TrialRecord::as_select())

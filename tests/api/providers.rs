@@ -90,7 +90,7 @@ fn f1_openai_reasoning_models_get_max_completion_tokens_and_complete(db: TestDb)
     let body = server.requests()[0].json();
     assert_eq!(body["max_completion_tokens"], 8192);
     assert!(body.get("max_tokens").is_none() && body.get("temperature").is_none());
-    assert_eq!(trial(&db, run).status, "done");
+    assert_eq!(trial(&db, run).status.as_str(), "done");
     // The manifest keeps both what was asked and what was sent.
     let p = params(&db, run);
     assert_eq!(p["temperature"], 0.0);
@@ -115,7 +115,7 @@ fn f1_openai_reasoning_models_get_max_completion_tokens_and_complete(db: TestDb)
     ok(out);
     assert_eq!(server.requests().len(), 1, "not re-asked");
     let t = trial(&db, run);
-    assert_eq!(t.status, "failed");
+    assert_eq!(t.status.as_str(), "failed");
     assert_eq!(t.error_class.as_deref(), Some("truncated"));
     assert_eq!(t.finish_reason.as_deref(), Some("length"));
     assert_eq!(t.output_tokens, Some(8192));
@@ -131,7 +131,7 @@ fn f2_claude_4_7_gets_no_temperature_4_5_not_both_and_the_range_is_0_to_1(db: Te
     .unwrap();
     let (run, out) = one_trial(&db, &server, "anthropic", "claude-opus-4-7", "", &[]);
     ok(out);
-    assert_eq!(trial(&db, run).status, "done");
+    assert_eq!(trial(&db, run).status.as_str(), "done");
     assert!(server.requests()[0].json().get("temperature").is_none());
 
     let db = TestDb::of(db.backend).unwrap();
@@ -146,7 +146,7 @@ fn f2_claude_4_7_gets_no_temperature_4_5_not_both_and_the_range_is_0_to_1(db: Te
     let err = stderr(&out);
     ok(out);
     assert!(err.contains("not both"), "{err}");
-    assert_eq!(trial(&db, run).status, "done");
+    assert_eq!(trial(&db, run).status.as_str(), "done");
     let last = server.requests().last().unwrap().json();
     assert_eq!(last["temperature"], 0.0);
     assert!(last.get("top_p").is_none());
@@ -213,7 +213,7 @@ fn f3_gemini_thinking_models_get_room_to_answer_and_truncation_is_not_re_asked(d
     );
     assert_eq!(req.json()["generationConfig"]["maxOutputTokens"], 8192);
     let t = trial(&db, run);
-    assert_eq!(t.status, "done");
+    assert_eq!(t.status.as_str(), "done");
     // Finding 4: thinking is output, and costed as output.
     // The fake counts the answer's tokens as its length / 2 (PANAS: 20 items).
     let text: Vec<String> = (1..=20).map(|i| format!("{i}. 2")).collect();
@@ -237,7 +237,7 @@ fn f3_gemini_thinking_models_get_room_to_answer_and_truncation_is_not_re_asked(d
     );
     ok(out);
     let t = trial(&db, run);
-    assert_eq!(t.status, "failed");
+    assert_eq!(t.status.as_str(), "failed");
     assert_eq!(t.error_class.as_deref(), Some("truncated"));
     assert_eq!(t.finish_reason.as_deref(), Some("MAX_TOKENS"));
     assert_eq!(t.output_tokens, Some(512));
@@ -270,7 +270,7 @@ fn f5_the_snapshot_and_finish_reason_are_stored_per_trial(db: TestDb) {
     );
     ok(out);
     let t = trial(&db, run);
-    assert_eq!(t.status, "done");
+    assert_eq!(t.status.as_str(), "done");
     assert_eq!(t.finish_reason.as_deref(), Some("stop"));
     assert_eq!(
         t.model_version.as_deref(),
@@ -327,7 +327,7 @@ fn f6_blocks_and_refusals_are_their_own_class_and_not_re_asked(db: TestDb) {
         ok(out);
         assert_eq!(server.requests().len(), 1, "{kind}: not re-asked");
         let t = trial(&db, run);
-        assert_eq!(t.status, "failed");
+        assert_eq!(t.status.as_str(), "failed");
         assert_eq!(t.error_class.as_deref(), Some(class), "{kind}");
         assert!(
             t.error.as_deref().unwrap().contains(reason),
@@ -370,7 +370,11 @@ fn f7_account_quota_429s_stop_the_run_with_a_message(db: TestDb) {
         assert_eq!(status, "failed");
         assert!(error.unwrap().contains("run resume"));
         let t = trial(&db, run);
-        assert_eq!(t.status, "pending", "{kind}: kept for `run resume`");
+        assert_eq!(
+            t.status.as_str(),
+            "pending",
+            "{kind}: kept for `run resume`"
+        );
         assert_eq!(t.error_class.as_deref(), Some("quota"));
     }
     // Anthropic's billing_error (SDK ErrorType), whatever its status.
@@ -407,7 +411,7 @@ fn f8_delays_in_retry_info_and_retry_after_ms_are_waited_and_x_should_retry_hono
         "waited only {:?}",
         reqs[1].at - reqs[0].at
     );
-    assert_eq!(trial(&db, run).status, "done");
+    assert_eq!(trial(&db, run).status.as_str(), "done");
     assert_eq!(
         attempts(&db, run)[0].error_class.as_deref(),
         Some("rate_limited")
@@ -449,7 +453,7 @@ fn f8_delays_in_retry_info_and_retry_after_ms_are_waited_and_x_should_retry_hono
     .unwrap();
     let (run, out) = one_trial(&db, &server, "anthropic", "claude-sonnet-4-5", "", &[]);
     ok(out);
-    assert_eq!(trial(&db, run).status, "done");
+    assert_eq!(trial(&db, run).status.as_str(), "done");
 }
 
 // Finding 9 -----------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ pub(crate) fn run_status(db: &TestDb, run: RunId) -> (String, Option<String>) {
     let pool = db::connect(&db.url, 1).unwrap();
     let mut conn = pool.get().unwrap();
     let r = runs::get(&mut conn, run).unwrap().unwrap();
-    (r.status, r.error)
+    (r.status.to_string(), r.error)
 }
 
 fn scores(t: &TrialRecord) -> Vec<i32> {
@@ -154,7 +154,12 @@ fn a_run_creates_every_trial_and_completes_each_once_with_its_record(db: TestDb)
     let run = run_id(&out);
     let ts = trials(&db, run);
     assert_eq!(ts.len(), 6);
-    assert_eq!(ts.iter().filter(|t| t.measure == "default").count(), 2);
+    assert_eq!(
+        ts.iter()
+            .filter(|t| t.measure.as_str() == "default")
+            .count(),
+        2
+    );
     assert_eq!(
         ts.iter()
             .filter(|t| t.situation_key.starts_with("Anger"))
@@ -162,7 +167,7 @@ fn a_run_creates_every_trial_and_completes_each_once_with_its_record(db: TestDb)
         4
     );
     for t in &ts {
-        assert_eq!(t.status, "done", "{t:?}");
+        assert_eq!(t.status.as_str(), "done", "{t:?}");
         assert_eq!(t.attempts, 1);
         assert_eq!(scores(t), vec![3; 20]);
         let request: serde_json::Value =
@@ -178,7 +183,7 @@ fn a_run_creates_every_trial_and_completes_each_once_with_its_record(db: TestDb)
     let orders: std::collections::HashSet<&str> =
         ts.iter().map(|t| t.item_order.as_str()).collect();
     assert_eq!(orders.len(), 6);
-    let evoked = ts.iter().find(|t| t.measure == "evoked").unwrap();
+    let evoked = ts.iter().find(|t| t.measure.as_str() == "evoked").unwrap();
     assert!(
         evoked
             .request
@@ -314,7 +319,7 @@ fn a_429_with_retry_after_is_waited_out_then_the_trial_succeeds(db: TestDb) {
     let waited = reqs[1].at - reqs[0].at;
     assert!(waited >= Duration::from_secs(2), "waited only {waited:?}");
     let t = &trials(&db, run)[0];
-    assert_eq!(t.status, "done");
+    assert_eq!(t.status.as_str(), "done");
     assert_eq!(scores(t), vec![2; 20]);
     let a = attempts(&db, run);
     assert_eq!(a.len(), 2);
@@ -351,7 +356,7 @@ fn attempts_are_bounded_and_the_trial_fails_with_the_last_error_class(db: TestDb
     ok(out);
     assert_eq!(server.requests().len(), 3);
     let t = &trials(&db, run)[0];
-    assert_eq!(t.status, "failed");
+    assert_eq!(t.status.as_str(), "failed");
     assert_eq!(t.error_class.as_deref(), Some("server"));
     assert!(t.error.as_deref().unwrap().contains("3 attempts"), "{t:?}");
 }
@@ -373,7 +378,7 @@ fn a_401_is_not_retried_and_fails_the_run_with_a_clear_message_without_the_key(d
     assert!(error.unwrap().contains("HTTP 401"));
     // The trial is not lost: it waits for `run resume` once the key is fixed.
     let t = &trials(&db, run)[0];
-    assert_eq!(t.status, "pending");
+    assert_eq!(t.status.as_str(), "pending");
     assert_eq!(t.error_class.as_deref(), Some("auth"));
     let a = attempts(&db, run);
     assert_eq!(a[0].error_class.as_deref(), Some("auth"));
@@ -391,7 +396,7 @@ fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times(db: TestD
     ok(out);
     assert_eq!(calls.load(Ordering::SeqCst), 3, "3 re-asks by default");
     let t = &trials(&db, run)[0];
-    assert_eq!(t.status, "failed");
+    assert_eq!(t.status.as_str(), "failed");
     assert_eq!(t.error_class.as_deref(), Some("parse"));
     assert_eq!(
         t.raw_reply.as_deref(),
@@ -487,7 +492,7 @@ fn anthropic_and_gemini_wire_formats_carry_system_keys_and_tokens() {
         }
         let run = run_id(&out);
         for t in trials(&db, run) {
-            assert_eq!(t.status, "done", "{kind}");
+            assert_eq!(t.status.as_str(), "done", "{kind}");
             assert_eq!(scores(&t).len(), 20);
             assert!(t.input_tokens.unwrap() > 0 && t.output_tokens.unwrap() > 0);
         }
@@ -518,7 +523,10 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
 pub(crate) fn assert_each_trial_done_once(db: &TestDb, run: RunId, expected: usize) {
     let ts = trials(db, run);
     assert_eq!(ts.len(), expected);
-    assert!(ts.iter().all(|t| t.status == "done"), "not all done");
+    assert!(
+        ts.iter().all(|t| t.status.as_str() == "done"),
+        "not all done"
+    );
     let a = attempts(db, run);
     for t in &ts {
         let ok = a
@@ -563,7 +571,7 @@ fn a_worker_killed_mid_run_loses_nothing_and_another_finishes_each_trial_once() 
     wait_for("some trials done", Duration::from_secs(60), || {
         trials(&db, run)
             .iter()
-            .filter(|t| t.status == "done")
+            .filter(|t| t.status.as_str() == "done")
             .count()
             >= 6
     });
@@ -572,7 +580,7 @@ fn a_worker_killed_mid_run_loses_nothing_and_another_finishes_each_trial_once() 
     first.wait().unwrap();
     let leased = trials(&db, run)
         .iter()
-        .filter(|t| t.status == "leased")
+        .filter(|t| t.status.as_str() == "leased")
         .count();
     let mut second = spawn_worker(&db, &cfg, "2");
     wait_for("the run to complete", Duration::from_secs(90), || {
@@ -1003,7 +1011,7 @@ fn a_bdi_run_sends_bdis_own_options_and_parses_0_to_3(db: TestDb) {
     // BDI is the Depression scale: 30 tested Depression situations + 2 default trials.
     assert_eq!(ts.len(), 32);
     for t in &ts {
-        assert_eq!(t.status, "done", "{t:?}");
+        assert_eq!(t.status.as_str(), "done", "{t:?}");
         assert!(
             t.situation_key.is_empty() || t.situation_key.starts_with("Depression-"),
             "{}",
@@ -1035,7 +1043,7 @@ fn a_bdi_run_sends_bdis_own_options_and_parses_0_to_3(db: TestDb) {
         &["--study", "bdi", "--default-repeats", "1", "--repeats", "0"],
     ));
     let t = &trials(&db, run_id(&out))[0];
-    assert_eq!(t.status, "failed");
+    assert_eq!(t.status.as_str(), "failed");
     assert_eq!(t.error_class.as_deref(), Some("parse"));
     assert!(
         t.error.as_deref().unwrap().contains("outside 0..=3"),
@@ -1057,11 +1065,14 @@ fn an_agq_run_takes_only_anger_situations_and_parses_1_to_7(db: TestDb) {
     ));
     assert!(out.contains("AGQ is the Anger scale"), "{out}");
     let ts = trials(&db, run_id(&out));
-    let evoked: Vec<&TrialRecord> = ts.iter().filter(|t| t.measure == "evoked").collect();
+    let evoked: Vec<&TrialRecord> = ts
+        .iter()
+        .filter(|t| t.measure.as_str() == "evoked")
+        .collect();
     assert_eq!(evoked.len(), 25, "the 25 tested Anger situations");
     assert!(evoked.iter().all(|t| t.situation_key.starts_with("Anger-")));
     for t in &ts {
-        assert_eq!(t.status, "done", "{t:?}");
+        assert_eq!(t.status.as_str(), "done", "{t:?}");
         assert_eq!(scores(t), vec![7; 29]);
         assert!(user_message(t).contains("scale of 1 to 7"));
     }
@@ -1106,7 +1117,7 @@ fn an_agq_run_takes_only_anger_situations_and_parses_1_to_7(db: TestDb) {
     assert_eq!(ts.len(), 26);
     for t in &ts {
         assert!(t.situation_key.is_empty() || t.situation_key.starts_with("Fear-"));
-        assert_eq!(t.status, "done", "{t:?}");
+        assert_eq!(t.status.as_str(), "done", "{t:?}");
         assert_eq!(scores(t).len(), 52);
     }
     let o = scale_run(&db, &server, &["--study", "agq", "--instrument", "nope"]);
