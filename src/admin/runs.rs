@@ -96,6 +96,14 @@ pub struct RunForm {
     pub temperature: String,
 }
 
+impl RunForm {
+    /// What the notes a person confirmed were about: a changed provider, model or temperature
+    /// has other notes, so its confirmation does not carry over.
+    pub fn notes_key(&self) -> String {
+        format!("{}|{}|{}", self.provider, self.model, self.temperature)
+    }
+}
+
 #[derive(Template)]
 #[template(path = "admin/run_form.html")]
 struct FormPage {
@@ -105,6 +113,9 @@ struct FormPage {
     providers: Vec<String>,
     templates: Vec<&'static str>,
     errors: Vec<String>,
+    /// Where the model's requests will differ from what was asked, to confirm before the run
+    /// exists (the server's workers start on it at once).
+    notes: Vec<String>,
 }
 
 async fn form_page(
@@ -112,6 +123,7 @@ async fn form_page(
     admin: &Admin,
     form: RunForm,
     errors: Vec<String>,
+    notes: Vec<String>,
     status: StatusCode,
 ) -> Result<HttpResponse, AppError> {
     let studies = state.db(|conn| Ok(studies::list_all(conn)?)).await?;
@@ -128,6 +140,7 @@ async fn form_page(
                 .collect(),
             templates: PromptTemplate::BUILTIN_NAMES.to_vec(),
             errors,
+            notes,
         },
         status,
     )
@@ -150,17 +163,12 @@ pub async fn new_form(state: web::Data<AppState>, admin: Admin) -> Result<HttpRe
         seed: String::new(),
         temperature: "0".into(),
     };
-    form_page(&state, &admin, form, Vec::new(), StatusCode::OK).await
+    form_page(&state, &admin, form, Vec::new(), Vec::new(), StatusCode::OK).await
 }
 
-pub async fn create(
-    state: web::Data<AppState>,
-    admin: Admin,
-    fields: web::Form<Vec<(String, String)>>,
-) -> Result<HttpResponse, AppError> {
-    csrf::check_session(&admin.session().csrf_token, &fields)?;
-    let g = |n: &str| field(&fields, n).unwrap_or("").trim().to_owned();
-    let form = RunForm {
+fn read_form(fields: &[(String, String)]) -> RunForm {
+    let g = |n: &str| field(fields, n).unwrap_or("").trim().to_owned();
+    RunForm {
         study: g("study"),
         provider: g("provider"),
         model: g("model"),
@@ -170,7 +178,11 @@ pub async fn create(
         situations: g("situations"),
         seed: g("seed"),
         temperature: g("temperature"),
-    };
+    }
+}
+
+/// The run the form asks for, or what is wrong with the form.
+fn request_of(form: &RunForm) -> Result<RunRequest, Vec<String>> {
     let mut errors = Vec::new();
     if !PromptTemplate::BUILTIN_NAMES.contains(&form.template.as_str()) {
         // Custom template files are for the command line: a form must not name server files.
@@ -214,30 +226,12 @@ pub async fn create(
         temperature,
         errors.is_empty(),
     ) else {
-        return form_page(
-            &state,
-            &admin,
-            form,
-            errors,
-            StatusCode::UNPROCESSABLE_ENTITY,
-        )
-        .await;
+        return Err(errors);
     };
     if repeats > 1000 || default_repeats > 1000 {
-        return form_page(
-            &state,
-            &admin,
-            form,
-            vec!["At most 1,000 repeats.".into()],
-            StatusCode::UNPROCESSABLE_ENTITY,
-        )
-        .await;
+        return Err(vec!["At most 1,000 repeats.".into()]);
     }
-    let params = RunParams {
-        temperature,
-        ..RunParams::default()
-    };
-    let req = RunRequest {
+    Ok(RunRequest {
         study: form.study.clone(),
         provider: form.provider.clone(),
         model: form.model.clone(),
@@ -246,10 +240,40 @@ pub async fn create(
         default_repeats,
         selection,
         seed,
-        params,
+        params: RunParams {
+            temperature,
+            ..RunParams::default()
+        },
         // The study's own instrument (the command line can pick another with --instrument).
         instrument: None,
+    })
+}
+
+/// Creates the run once its notes (what the model's requests leave out or change) are
+/// confirmed: with notes, the form comes back showing them and a box to tick.
+pub async fn create(
+    state: web::Data<AppState>,
+    admin: Admin,
+    fields: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    csrf::check_session(&admin.session().csrf_token, &fields)?;
+    let form = read_form(&fields);
+    let refused = StatusCode::UNPROCESSABLE_ENTITY;
+    let req = match request_of(&form) {
+        Ok(req) => req,
+        Err(errors) => return form_page(&state, &admin, form, errors, Vec::new(), refused).await,
     };
+    let notes = match app::runs::notes(&state.settings, &req) {
+        Ok(notes) => notes,
+        Err(app::Error::Invalid(m)) => {
+            return form_page(&state, &admin, form, vec![m], Vec::new(), refused).await;
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let confirmed = field(&fields, "accept_notes") == Some(form.notes_key().as_str());
+    if !notes.is_empty() && !confirmed {
+        return form_page(&state, &admin, form, Vec::new(), notes, StatusCode::OK).await;
+    }
     let settings = state.settings.clone();
     let who = actor(admin.session());
     let created = state
@@ -258,14 +282,7 @@ pub async fn create(
     match created {
         Ok(c) => Ok(see_other(&format!("/admin/runs/{}", c.run.0))),
         Err(app::Error::Invalid(message)) => {
-            form_page(
-                &state,
-                &admin,
-                form,
-                vec![message],
-                StatusCode::UNPROCESSABLE_ENTITY,
-            )
-            .await
+            form_page(&state, &admin, form, vec![message], Vec::new(), refused).await
         }
         Err(e) => Err(e.into()),
     }
@@ -280,6 +297,8 @@ struct RunPage {
     parse_failure_percent: String,
     cost: String,
     latest: Vec<TrialRecord>,
+    /// What the run's requests leave out or change, recorded when it was made.
+    notes: Vec<String>,
 }
 
 pub async fn show(
@@ -295,6 +314,7 @@ pub async fn show(
             Ok((run, runs::progress(conn, id)?, runs::latest(conn, id, 8)?))
         })
         .await?;
+    let notes = app::runs::recorded_notes(&run)?;
     let attempts = progress.finished() + progress.parse_failures;
     let parse_failure_percent = if attempts > 0 {
         format!(
@@ -311,6 +331,7 @@ pub async fn show(
         progress,
         parse_failure_percent,
         latest,
+        notes,
     })
 }
 

@@ -16,7 +16,7 @@ use crate::store::runs::{self, NewRun, NewTrial};
 use crate::store::situations::StoredSituation;
 use crate::store::studies::{self, Study};
 use crate::store::{
-    DbConnection, InstrumentId, RunId, SituationSetId, audit, instruments, situations,
+    DbConnection, InstrumentId, RunId, SituationSetId, StoreError, audit, instruments, situations,
 };
 
 /// A template by built-in name (`eb-code`, `paper`, `stability`) or a custom template file.
@@ -247,6 +247,28 @@ pub fn create(
         instrument: instrument.key,
         notes,
     })
+}
+
+/// The notes `create` would give for this request, without making the run: a form shows them
+/// for confirmation first, since a server's workers start on a new run at once. Err: the
+/// request cannot be sent as asked (an unknown provider, a temperature outside the API's range).
+pub fn notes(settings: &Settings, req: &RunRequest) -> Result<Vec<String>> {
+    let provider = settings.provider(&req.provider).map_err(invalid)?;
+    Ok(profiles::plan(provider, &req.model, &req.params)
+        .map_err(invalid)?
+        .notes)
+}
+
+/// The notes recorded when the run was made. Runs made before profiles recorded none.
+pub fn recorded_notes(run: &runs::Run) -> Result<Vec<String>> {
+    let manifest: RunManifest =
+        serde_json::from_str(&run.params).map_err(|e| StoreError::Corrupt {
+            table: "model_runs",
+            row: run.id.to_string(),
+            column: "params".into(),
+            detail: e.to_string(),
+        })?;
+    Ok(manifest.sent.map(|s| s.notes).unwrap_or_default())
 }
 
 /// A change of a run's state.

@@ -494,6 +494,123 @@ fn f9_invalid_keys_in_any_shape_and_unknown_models_stop_the_run(db: TestDb) {
     );
 }
 
+// The web form (the CLI's `note:` lines, and the 0–1 range) ---------------------------------
+
+/// An Anthropic reply with its snapshot and stop reason, answering every item.
+fn anthropic_reply(req: &FakeRequest) -> FakeAction {
+    let text: Vec<String> = (1..=req.item_count()).map(|i| format!("{i}. 3")).collect();
+    real::json(
+        200,
+        &[],
+        &serde_json::json!({"id": "msg_x", "type": "message", "role": "assistant",
+            "model": "claude-opus-4-7-20260101",
+            "content": [{"type": "text", "text": text.join("\n")}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 120, "output_tokens": 9}}),
+    )
+}
+
+fn the_run_form_refuses_anthropic_above_1_and_confirms_the_notes_before_the_run_exists(db: TestDb) {
+    use emotionbench::config::{ProviderConfig, ProviderKind};
+    use emotionbench::store::users::Role;
+    let server = FakeServer::start(|req| {
+        let model = req.json()["model"].as_str().unwrap_or("").to_owned();
+        real::anthropic_sampling(req, &model, anthropic_reply(req))
+    })
+    .unwrap();
+    {
+        let pool = db.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
+    }
+    let app = crate::helpers::spawn_app_with(db, |s| {
+        let mut p = ProviderConfig::new("claude", ProviderKind::Anthropic, &server.base_url());
+        p.concurrency = 1;
+        s.providers = vec![p];
+        s.worker_slots = Some(1);
+    });
+    let admin = crate::admin::signed_in(&app, Role::Admin);
+    let token = admin.get("/admin").csrf();
+    let form = |model: &'static str, temperature: &'static str| {
+        vec![
+            ("csrf", token.clone()),
+            ("study", "demo".to_owned()),
+            ("provider", "claude".to_owned()),
+            ("model", model.to_owned()),
+            ("template", "eb-code".to_owned()),
+            ("repeats", "0".to_owned()),
+            ("default_repeats", "1".to_owned()),
+            ("situations", "all".to_owned()),
+            ("seed", "7".to_owned()),
+            ("temperature", temperature.to_owned()),
+        ]
+    };
+    let post = |fields: &[(&'static str, String)]| {
+        let refs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        admin.post("/admin/runs", &refs)
+    };
+    let no_runs = || {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        runs::list(&mut conn).unwrap().is_empty()
+    };
+
+    // (a) Outside the Messages API's 0–1: the form again with a plain message, nothing made.
+    let r = post(&form("claude-sonnet-4-5", "1.5"));
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body.contains("takes a temperature from 0 to 1"),
+        "{}",
+        r.body
+    );
+    assert!(r.body.contains("New model run"));
+    assert!(no_runs());
+
+    // (b) A model that takes no temperature: the note is shown and must be confirmed first.
+    let r = post(&form("claude-opus-4-7", "0"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("does not take a temperature"), "{}", r.body);
+    assert!(r.body.contains("name=\"accept_notes\""), "{}", r.body);
+    assert!(no_runs(), "no run exists before the notes are confirmed");
+    // A confirmation of another model's notes does not carry over.
+    let mut stale = form("claude-opus-4-7", "0");
+    stale.push(("accept_notes", "claude|claude-opus-4-5|0".to_owned()));
+    assert_eq!(post(&stale).status, 200);
+    assert!(no_runs());
+    let mut confirmed = form("claude-opus-4-7", "0");
+    confirmed.push(("accept_notes", "claude|claude-opus-4-7|0".to_owned()));
+    let r = post(&confirmed);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = r.location().unwrap().to_owned();
+    assert!(
+        admin
+            .get(&page)
+            .body
+            .contains("does not take a temperature")
+    );
+
+    // (c) Worked against the fake: the page shows its stop reason and snapshot.
+    let t = std::time::Instant::now();
+    let body = loop {
+        let r = admin.get(&page);
+        assert_eq!(r.status, 200);
+        if r.body.contains("<span class=\"badge\">completed</span>") {
+            break r.body;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "{}", r.body);
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(body.contains("<code>end_turn</code>"), "{body}");
+    assert!(
+        body.contains("<code>claude-opus-4-7-20260101</code>"),
+        "{body}"
+    );
+    assert!(body.contains("does not take a temperature"));
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].json().get("temperature").is_none());
+}
+
 on_both_backends!(
     f1_openai_reasoning_models_get_max_completion_tokens_and_complete,
     f2_claude_4_7_gets_no_temperature_4_5_not_both_and_the_range_is_0_to_1,
@@ -503,4 +620,5 @@ on_both_backends!(
     f7_account_quota_429s_stop_the_run_with_a_message,
     f8_delays_in_retry_info_and_retry_after_ms_are_waited_and_x_should_retry_honoured,
     f9_invalid_keys_in_any_shape_and_unknown_models_stop_the_run,
+    the_run_form_refuses_anthropic_above_1_and_confirms_the_notes_before_the_run_exists,
 );
