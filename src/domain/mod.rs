@@ -1,5 +1,6 @@
 //! Pure domain logic: no I/O, no diesel, no actix. Everything here is unit-tested.
 
+pub mod account;
 pub mod assignment;
 pub mod demo;
 pub mod error;

@@ -15,6 +15,7 @@ use diesel::sql_types::Text;
 use diesel::sqlite::Sqlite;
 
 use super::db::MultiBackend;
+use crate::domain::account::Role;
 use crate::domain::measure::Measure;
 use crate::domain::run::{RunParams, RunStatus, TrialStatus};
 use crate::domain::study::StudyStatus;
@@ -66,6 +67,7 @@ text_enum! {
     Measure => MeasureProxy, "measure";
     RunStatus => RunStatusProxy, "run status";
     TrialStatus => TrialStatusProxy, "trial status";
+    Role => RoleProxy, "account role";
 }
 
 /// A value stored as JSON text.

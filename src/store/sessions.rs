@@ -5,6 +5,7 @@
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 
+use super::columns::corrupt_row;
 use super::schema::{login_attempts, sessions, users};
 use super::users::{Role, User};
 use super::{DbConnection, UserId, now};
@@ -62,16 +63,9 @@ pub fn find(conn: &mut DbConnection, token_hash: &str) -> QueryResult<Option<Ses
             users::role,
             users::created_at,
         ))
-        .first::<(
-            i64,
-            String,
-            NaiveDateTime,
-            i64,
-            String,
-            String,
-            NaiveDateTime,
-        )>(conn)
-        .optional()?;
+        .first::<(i64, String, NaiveDateTime, i64, String, Role, NaiveDateTime)>(conn)
+        .optional()
+        .map_err(corrupt_row("users", "of a signed-in session"))?;
     Ok(row.map(
         |(id, csrf_token, expires_at, uid, email, role, created_at)| Session {
             id,
@@ -80,7 +74,7 @@ pub fn find(conn: &mut DbConnection, token_hash: &str) -> QueryResult<Option<Ses
             user: User {
                 id: UserId(uid),
                 email,
-                role: role.parse().unwrap_or(Role::Researcher),
+                role,
                 disabled: false,
                 created_at,
             },

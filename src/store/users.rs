@@ -2,36 +2,11 @@
 
 use diesel::prelude::*;
 
+use super::columns::corrupt_row;
 use super::schema::{sessions, users};
 use super::{DbConnection, StoreError, UserId, now};
 
-/// What an account may do: researchers read and export; admins also change things.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Admin,
-    Researcher,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Researcher => "researcher",
-        }
-    }
-}
-
-impl std::str::FromStr for Role {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "admin" => Ok(Role::Admin),
-            "researcher" => Ok(Role::Researcher),
-            other => Err(format!("unknown role {other:?} (admin or researcher)")),
-        }
-    }
-}
+pub use crate::domain::account::Role;
 
 /// Creates an account. `password_hash` must be a PHC string (see `crate::auth::password`).
 pub fn create(
@@ -94,15 +69,14 @@ pub struct User {
     pub created_at: chrono::NaiveDateTime,
 }
 
-type UserRow = (i64, String, String, bool, chrono::NaiveDateTime);
+type UserRow = (i64, String, Role, bool, chrono::NaiveDateTime);
 
 fn user(row: UserRow) -> User {
     let (id, email, role, disabled, created_at) = row;
     User {
         id: UserId(id),
         email,
-        // An unknown role in the database grants the least.
-        role: role.parse().unwrap_or(Role::Researcher),
+        role,
         disabled,
         created_at,
     }
@@ -118,7 +92,8 @@ pub fn list(conn: &mut DbConnection) -> QueryResult<Vec<User>> {
             users::disabled,
             users::created_at,
         ))
-        .load::<UserRow>(conn)?
+        .load::<UserRow>(conn)
+        .map_err(corrupt_row("users", "in the account list"))?
         .into_iter()
         .map(user)
         .collect())
@@ -139,7 +114,8 @@ pub fn for_login(conn: &mut DbConnection, email: &str) -> QueryResult<Option<(Us
             users::password_hash,
         ))
         .first::<(UserRow, String)>(conn)
-        .optional()?
+        .optional()
+        .map_err(corrupt_row("users", "of the account signing in"))?
         .map(|(row, hash)| (user(row), hash)))
 }
 

@@ -73,3 +73,31 @@ fn a_participant_whose_stored_status_does_not_decode_gets_the_error_page(db: Tes
 }
 
 on_both_backends!(a_participant_whose_stored_status_does_not_decode_gets_the_error_page);
+
+/// A stored role that does not decode is an error too: it used to fall back to "researcher",
+/// silently granting an account some access whatever its row said.
+fn an_account_whose_stored_role_does_not_decode_is_refused_with_the_error_page(db: TestDb) {
+    let app = spawn_app(db);
+    let admin = crate::admin::signed_in(&app, emotionbench::store::users::Role::Admin);
+    assert_eq!(admin.get("/admin").status, 200);
+    let pool = app.pool();
+    pool.get()
+        .unwrap()
+        .batch_execute("UPDATE users SET role = 'root' WHERE email = 'admin@example.org'")
+        .unwrap();
+
+    let r = admin.get("/admin");
+    assert_eq!(r.status, 500, "{}", r.body);
+    assert!(!r.body.contains("root"), "{}", r.body);
+    let request = r.header("x-request-id").unwrap().to_owned();
+    let lines = app.log_lines_with(&request);
+    assert_eq!(lines.len(), 1, "logged once: {lines:#?}");
+    assert!(
+        lines[0].contains("users row of a signed-in session, column role")
+            && lines[0].contains("root"),
+        "{}",
+        lines[0]
+    );
+}
+
+on_both_backends!(an_account_whose_stored_role_does_not_decode_is_refused_with_the_error_page);
