@@ -104,8 +104,8 @@ impl Writer {
 /// How often the checkpointer copies committed pages from the WAL into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// The WAL's size past which the checkpointer resets it to empty (and the size the file is cut
-/// back to whenever SQLite itself rewinds it). Under continuous load a PASSIVE checkpoint never
+/// The WAL's content past which the checkpointer makes it rewind (and the size the file is cut
+/// back to whenever it rewinds). Under continuous load a PASSIVE checkpoint never
 /// lets the WAL rewind: the writer appends while the checkpoint copies, so the WAL is never
 /// fully copied at the moment a transaction starts, and the file grew by ~34 MB/s for as long
 /// as the load lasted (10 GB in five minutes, issue #23). 64 MiB is about two seconds of
@@ -130,10 +130,13 @@ fn open_writer(manager: &ConnectionManager, wal_reset_bytes: u64) -> Result<DbCo
 }
 
 /// Every [`CHECKPOINT_EVERY`] until the writer thread ends: a PASSIVE checkpoint, which never
-/// blocks the writer (nor waits for it) and copies what was committed so far; then, only when
-/// the WAL file has passed `reset_bytes` ([`WAL_RESET_BYTES`]), a TRUNCATE checkpoint, which takes the write
-/// lock for the little the passive one left, rewinds the WAL and cuts the file to zero bytes.
-/// The TRUNCATE waits at most [`RESET_WAIT_MS`] (its own connection's busy timeout).
+/// blocks the writer (nor waits for it) and copies what was committed so far. Then, when the
+/// WAL holds more than `reset_bytes` ([`WAL_RESET_BYTES`]) since it last rewound, a second
+/// passive pass and a RESTART checkpoint, which takes the write lock for the little left and
+/// makes the writer's next transaction rewind the WAL (cutting the file to
+/// `journal_size_limit`); and when the writer was idle for a tick and the file is still larger
+/// than that, a TRUNCATE, which cuts it to zero. Either waits at most [`RESET_WAIT_MS`] (its
+/// own connection's busy timeout).
 fn checkpoint(
     mut conn: DbConnection,
     wal: &std::path::Path,
@@ -143,18 +146,58 @@ fn checkpoint(
     if let Err(e) = conn.batch_execute(&format!("PRAGMA busy_timeout = {RESET_WAIT_MS}")) {
         tracing::warn!(error = %e, "setting the checkpointer's busy timeout");
     }
+    let mut last_frames = 0;
     while let Err(mpsc::RecvTimeoutError::Timeout) = writer_gone.recv_timeout(CHECKPOINT_EVERY) {
-        if let Err(e) = conn.batch_execute("PRAGMA wal_checkpoint(PASSIVE)") {
-            tracing::warn!(error = %e, "WAL checkpoint");
-        }
-        let size = std::fs::metadata(wal).map_or(0, |m| m.len());
-        if size > reset_bytes {
-            // SQLITE_BUSY comes back as a row (busy = 1), not as an error: the next tick retries.
-            if let Err(e) = conn.batch_execute("PRAGMA wal_checkpoint(TRUNCATE)") {
-                tracing::warn!(error = %e, wal_bytes = size, "WAL reset");
+        let frames = match passive(&mut conn) {
+            Ok(frames) => frames,
+            Err(e) => {
+                tracing::warn!(error = %e, "WAL checkpoint");
+                continue;
             }
+        };
+        let idle = frames == last_frames;
+        last_frames = frames;
+        let size = std::fs::metadata(wal).map_or(0, |m| m.len());
+        let reset = if idle && size > reset_bytes {
+            // Nothing was written since the last tick: cut the file now; there is no request
+            // to stall, and the writer would only cut it at its next write.
+            "PRAGMA wal_checkpoint(TRUNCATE)"
+        } else if frames.saturating_mul(PAGE_BYTES) > reset_bytes {
+            // Under load: a second passive pass copies what the writer appended during the
+            // first, so the RESTART, which holds the write lock, has next to nothing left to
+            // copy. RESTART does not cut the file (a TRUNCATE's cut of a 64 MiB file held the
+            // lock long enough to triple the survey's p99 at concurrency 200, BENCHMARKS.md);
+            // the writer's next transaction rewinds the WAL and cuts it to
+            // `journal_size_limit`.
+            if let Err(e) = passive(&mut conn) {
+                tracing::warn!(error = %e, "WAL checkpoint");
+            }
+            "PRAGMA wal_checkpoint(RESTART)"
+        } else {
+            continue;
+        };
+        // SQLITE_BUSY comes back as a row, not an error: the next tick retries.
+        if let Err(e) = conn.batch_execute(reset) {
+            tracing::warn!(error = %e, wal_bytes = size, "WAL reset");
         }
     }
+}
+
+/// SQLite's default page size; the WAL holds one page (and a 24-byte header) per frame.
+const PAGE_BYTES: u64 = 4096;
+
+#[derive(diesel::QueryableByName)]
+struct CheckpointRow {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    log: i32,
+}
+
+/// A PASSIVE checkpoint; returns the frames in the WAL (since it last rewound).
+fn passive(conn: &mut DbConnection) -> Result<u64, diesel::result::Error> {
+    use diesel::RunQueryDsl;
+    let row: CheckpointRow =
+        diesel::sql_query("PRAGMA wal_checkpoint(PASSIVE)").get_result(conn)?;
+    Ok(u64::try_from(row.log).unwrap_or(0))
 }
 
 fn serve(
