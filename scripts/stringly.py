@@ -24,8 +24,11 @@ VALUES = {
     "Page": ["consent", "demographics", "feelings-now", "situation", "feelings-imagined",
              "check", "debrief", "done", "ended", "withdrawn"],
     "Measure": ["default", "evoked"],
-    "ErrorClass": ["rate_limited", "server", "timeout", "connection", "auth", "bad_request",
-                   "parse", "truncated", "refused", "blocked"],
+    "ErrorClass": ["rate_limited", "server", "timeout", "connection", "auth", "quota",
+                   "unknown_model", "bad_request", "parse", "truncated", "refused", "blocked",
+                   # "prompt" too, left out here: it is also a key of questionnaires.json.
+                   "abandoned", "interrupted"],
+    "PageEvent": ["shown", "submitted"],
 }
 STORED = {v for vs in VALUES.values() for v in vs}
 ENUMS = set(VALUES) | {"Outcome"}
@@ -106,6 +109,10 @@ def excluded_regions(code):
     regions = []
     for m in re.finditer(r"#\[cfg\(test\)\]\s*(#\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?mod\s+\w+\s*\{", code):
         regions.append((m.start(), block_end(code, m.end() - 1)))
+    # A form field's name is declared once (`const CONSENT_FIELD: &str = "consent";`): it is the
+    # name of an HTML input, not a stored value, even where the words coincide.
+    for m in re.finditer(r"\bconst\s+[A-Z_]*_FIELD\s*:\s*&(?:'static\s+)?str\s*=[^;]*;", code):
+        regions.append((m.start(), m.end()))
     for m in re.finditer(r"\b(?:text_enum|stored_names)!\s*[({]", code):
         regions.append((m.start(), paren_end(code, m.end() - 1)))
     for m in re.finditer(r"\bimpl\b([^{;]*)\{", code):
@@ -128,7 +135,9 @@ def hits(src):
         code, lits = scan(text)
         regions = excluded_regions(code)
         for a, _, content in lits:
-            if content in STORED and not any(s <= a < e for s, e in regions):
+            # A whole literal equal to a stored value, or one quoted inside SQL (`status = 'done'`).
+            quoted = {q for q in re.findall(r"'([a-z_-]+)'", content) if q in STORED}
+            if (content in STORED or quoted) and not any(s <= a < e for s, e in regions):
                 found.append((path, text.count("\n", 0, a) + 1, content))
     return found
 

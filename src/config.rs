@@ -108,24 +108,7 @@ pub struct ProviderConfig {
     pub models: Vec<ModelOverride>,
 }
 
-/// Which request field carries the output-token cap (OpenAI-compatible servers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TokenField {
-    /// `max_tokens`: what OpenAI-compatible servers (vLLM, llama.cpp, Mistral) read.
-    MaxTokens,
-    /// `max_completion_tokens`: OpenAI's reasoning models refuse `max_tokens`.
-    MaxCompletionTokens,
-}
-
-impl TokenField {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TokenField::MaxTokens => "max_tokens",
-            TokenField::MaxCompletionTokens => "max_completion_tokens",
-        }
-    }
-}
+pub use crate::domain::run::TokenField;
 
 /// One `[[providers.models]]` table: what to send to the models whose id matches `pattern`
 /// (`*` matches any run of characters, e.g. `o3*` or `*-thinking`). Unset keys keep the

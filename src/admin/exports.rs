@@ -80,13 +80,15 @@ pub async fn download(
         _ => return Err(AppError::NotFound),
     };
     let filter = match query.status.as_deref() {
-        None | Some("completed") => StatusFilter::Completed,
-        Some("all") => StatusFilter::All,
-        Some(_) => {
-            return Err(AppError::BadRequest(
-                "status must be completed or all".into(),
-            ));
-        }
+        None => StatusFilter::Completed,
+        Some(s) => match <StatusFilter as clap::ValueEnum>::from_str(s, false) {
+            Ok(f) => f,
+            Err(_) => {
+                return Err(AppError::BadRequest(
+                    "status must be completed or all".into(),
+                ));
+            }
+        },
     };
     let s2 = slug.clone();
     if state

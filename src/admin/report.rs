@@ -47,7 +47,7 @@ impl ReportQuery {
                 .split(',')
                 .map(|r| {
                     r.trim()
-                        .parse::<i64>()
+                        .parse::<crate::store::RunId>()
                         .map_err(|_| format!("runs: {r:?} is not a run id"))
                 })
                 .collect::<Result<_, _>>()?,
@@ -117,7 +117,7 @@ pub async fn show(
     let runs = request
         .runs
         .iter()
-        .map(i64::to_string)
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(",");
     let split = request.split.map_or("all", Side::as_str).to_owned();

@@ -72,7 +72,7 @@ pub async fn list(state: web::Data<AppState>, admin: Admin) -> Result<HttpRespon
         .db(|conn| {
             let mut out = Vec::new();
             for run in runs::list(conn)? {
-                let progress = runs::progress(conn, RunId(run.id))?;
+                let progress = runs::progress(conn, run.id)?;
                 out.push(RunRow { run, progress });
             }
             Ok(out)

@@ -9,11 +9,11 @@ use chrono::NaiveDate;
 use super::{Admin, Nav, Researcher, actor, field};
 use crate::app::{self, studies::StudyInput};
 use crate::domain::study::{StudyConfig, StudyStatus};
+use crate::store::StoreError;
 use crate::store::instruments::{self, InstrumentSummary};
 use crate::store::monitor::{self, Monitor};
 use crate::store::situations::{self, SetSummary};
 use crate::store::studies::{self, Study, StudySummary};
-use crate::store::{StoreError, StudyId};
 use crate::web::csrf;
 use crate::web::error::AppError;
 use crate::web::render::{render, render_status, see_other};
@@ -267,7 +267,7 @@ async fn save(
             if let Some(study) = &existing {
                 config.demographics = study.demographic_fields();
             }
-            let id = existing.as_ref().map(|s| StudyId(s.id));
+            let id = existing.as_ref().map(|s| s.id);
             let input = StudyInput {
                 config,
                 instrument: values.instrument.clone(),
@@ -351,12 +351,12 @@ pub async fn edit_form(
     let (instruments, sets) = choices(&state).await?;
     let inst = instruments
         .iter()
-        .find(|i| i.id.0 == study.instrument_id)
+        .find(|i| i.id == study.instrument_id)
         .map(|i| i.key.clone())
         .unwrap_or_default();
     let set = sets
         .iter()
-        .find(|s| Some(s.id.0) == study.situation_set_id)
+        .find(|s| Some(s.id) == study.situation_set_id)
         .map(|s| s.name.clone())
         .unwrap_or_default();
     render(FormPage {
@@ -396,11 +396,7 @@ pub async fn set_status(
     state
         .db(move |conn| {
             Ok(app::studies::set_status(
-                conn,
-                StudyId(study.id),
-                &slug2,
-                status,
-                &who,
+                conn, study.id, &slug2, status, &who,
             ))
         })
         .await??;
@@ -479,14 +475,7 @@ pub async fn delete(
     let who = actor(admin.session());
     let slug = study.slug.clone();
     state
-        .db(move |conn| {
-            Ok(app::studies::delete(
-                conn,
-                StudyId(study.id),
-                &study.slug,
-                &who,
-            ))
-        })
+        .db(move |conn| Ok(app::studies::delete(conn, study.id, &study.slug, &who)))
         .await??;
     state.forget_study(&slug);
     Ok(see_other("/admin"))
@@ -512,7 +501,7 @@ pub async fn delete_participant(
         .db(move |conn| {
             Ok(app::studies::delete_participant(
                 conn,
-                StudyId(study.id),
+                study.id,
                 &study.slug,
                 &which,
                 &who,

@@ -4,9 +4,10 @@
 use super::error::Result;
 use crate::auth::password;
 use crate::domain::demo::demo_study;
+use crate::domain::measure::Measure;
 use crate::domain::study::{StudyConfig, StudyStatus};
 use crate::store::{
-    self, DbConnection, StoreError, audit, instruments, situations, studies, users,
+    self, DbConnection, ItemOrder, Json, StoreError, audit, instruments, situations, studies, users,
 };
 
 /// What loading the demo did.
@@ -112,10 +113,10 @@ pub fn generate_study(
     let set = situations::find_set(conn, &set_name)
         .map_err(StoreError::from)?
         .ok_or_else(|| StoreError::Inconsistent("generated set vanished".into()))?;
-    let ids: Vec<i64> = situations::list(conn, set)
+    let ids: Vec<store::SituationId> = situations::list(conn, set)
         .map_err(StoreError::from)?
         .into_iter()
-        .map(|s| s.id.0)
+        .map(|s| s.id)
         .collect();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let t = store::now();
@@ -147,7 +148,7 @@ pub fn generate_study(
                 }
             })
             .collect();
-        conn.write_transaction(|conn| store::cohorts::insert_completed(conn, study.0, &batch))?;
+        conn.write_transaction(|conn| store::cohorts::insert_completed(conn, study, &batch))?;
         done += n;
     }
     Ok(study)
@@ -170,34 +171,38 @@ pub fn generate_model_runs(
     let set = study
         .situation_set_id
         .ok_or_else(|| StoreError::Conflict(format!("study {slug:?} has no situation set")))?;
-    let situations: Vec<(i64, String)> = situations::list(conn, store::SituationSetId(set))
+    let situations: Vec<(store::SituationId, String)> = situations::list(conn, set)
         .map_err(StoreError::from)?
         .into_iter()
-        .map(|s| (s.id.0, s.situation.key))
+        .map(|s| (s.id, s.situation.key))
         .collect();
     if situations.is_empty() {
         return Err(StoreError::Conflict(format!("study {slug:?} has no situations")).into());
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let order = serde_json::to_string(&(1..=20).collect::<Vec<u32>>())
-        .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
+    let order: ItemOrder = Json((1..=20).collect());
     for m in 0..models {
         let name = format!("model-{}", m + 1);
         let rows: Vec<store::model_runs::NewImportedTrial> = (0..trials)
             .map(|k| {
                 let (measure, situation_id, key, repeat) = if k < 50 {
-                    ("default", None, "General".to_owned(), k)
+                    (Measure::Default, None, "General".to_owned(), k)
                 } else {
                     let j = k - 50;
                     let (id, key) = &situations[j % situations.len()];
-                    ("evoked", Some(*id), key.clone(), j / situations.len())
+                    (
+                        Measure::Evoked,
+                        Some(*id),
+                        key.clone(),
+                        j / situations.len(),
+                    )
                 };
-                let lo = if measure == "default" { 1 } else { 2 };
+                let lo = if measure == Measure::Default { 1 } else { 2 };
                 let answers: Vec<i32> = (0..20).map(|_| rng.random_range(lo..=5)).collect();
                 let scores = if rng.random_range(0..100) == 0 {
                     Err("generated failure".to_owned())
                 } else {
-                    serde_json::to_string(&answers).map_err(|e| e.to_string())
+                    Ok(Json(answers))
                 };
                 store::model_runs::NewImportedTrial {
                     measure,

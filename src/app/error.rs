@@ -43,10 +43,13 @@ pub enum Error {
         have: String,
     },
     #[error("study {study:?} has no run {run}")]
-    UnknownRun { study: String, run: i64 },
+    UnknownRun {
+        study: String,
+        run: crate::store::RunId,
+    },
     #[error("run {run} is on instrument {has}, not {wanted}: compare runs on one instrument")]
     RunInstrument {
-        run: i64,
+        run: crate::store::RunId,
         has: String,
         wanted: String,
     },

@@ -86,7 +86,7 @@ pub fn split_study(
         let members: Vec<Member> = store::cohorts::completed_strata(conn, study.id)?
             .into_iter()
             .map(|(id, key)| Member {
-                id,
+                id: id.0,
                 stratum: key.unwrap_or_default(),
             })
             .collect();
@@ -96,6 +96,10 @@ pub fn split_study(
             .collect::<std::collections::HashSet<_>>()
             .len();
         let assignment = assign(&members, test, seed).map_err(StoreError::Conflict)?;
+        let assignment: Vec<_> = assignment
+            .into_iter()
+            .map(|(id, side)| (store::ParticipantId(id), side))
+            .collect();
         store::cohorts::record_split(conn, study.id, &assignment)?;
         let test = assignment.iter().filter(|a| a.1 == Side::Test).count();
         let outcome = SplitOutcome {
@@ -113,7 +117,7 @@ pub fn split_study(
                 "test": outcome.test,
                 "train": outcome.train,
                 "strata": strata,
-                "stratified_by": "situation",
+                "stratified_by": "situation_key",
             })),
         )?;
         Ok(outcome)

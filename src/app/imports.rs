@@ -205,7 +205,7 @@ pub fn import_humans(
                 (row, true)
             }
         };
-        let instrument = instruments::get(conn, store::InstrumentId(study_row.instrument_id))?;
+        let instrument = instruments::get(conn, study_row.instrument_id)?;
         let records = match (&grid, &text) {
             (Some(grid), _) => humans::parse_crowd_sheet(grid, &instrument),
             (None, Some(text)) => humans::parse_csv(text, &instrument),
@@ -215,10 +215,10 @@ pub fn import_humans(
         let set_id = study_row
             .situation_set_id
             .ok_or_else(|| StoreError::Conflict(format!("study {study} has no situation set")))?;
-        let keys: std::collections::HashMap<String, i64> =
-            situations::list(conn, store::SituationSetId(set_id))?
+        let keys: std::collections::HashMap<String, store::SituationId> =
+            situations::list(conn, set_id)?
                 .into_iter()
-                .map(|s| (s.situation.key, s.id.0))
+                .map(|s| (s.situation.key, s.id))
                 .collect();
         let existing = cohorts::imported_refs(conn, study_row.id)?;
         let t = store::now();
@@ -273,7 +273,7 @@ pub fn import_humans(
 /// What `import model-results` did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ModelResultsImport {
-    pub run_id: i64,
+    pub run_id: store::RunId,
     pub model: String,
     /// The instrument the answers were read against.
     pub instrument: String,
@@ -321,24 +321,25 @@ pub fn import_model_results(
                 ))
             })?,
             None => {
-                let id = store::InstrumentId(study_row.instrument_id);
+                let id = study_row.instrument_id;
                 (id, instruments::get(conn, id)?)
             }
         };
         let trials = parse_results_csv(&text, &instrument)
             .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
-        let keys: std::collections::HashMap<String, i64> = match study_row.situation_set_id {
-            Some(set) => situations::list(conn, store::SituationSetId(set))?
-                .into_iter()
-                .map(|s| (s.situation.key, s.id.0))
-                .collect(),
-            None => Default::default(),
-        };
-        let order = serde_json::to_string(&(1..=instrument.items.len() as u32).collect::<Vec<_>>())
-            .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
+        let keys: std::collections::HashMap<String, store::SituationId> =
+            match study_row.situation_set_id {
+                Some(set) => situations::list(conn, set)?
+                    .into_iter()
+                    .map(|s| (s.situation.key, s.id))
+                    .collect(),
+                None => Default::default(),
+            };
+        let order: store::ItemOrder = store::Json((1..=instrument.items.len() as u32).collect());
         let mut rows = Vec::with_capacity(trials.len());
         let mut result = ModelResultsImport {
-            run_id: 0,
+            // Set once the run is stored, below.
+            run_id: store::RunId(0),
             model: model.to_owned(),
             instrument: instrument.key.clone(),
             replaced: 0,
@@ -370,7 +371,7 @@ pub fn import_model_results(
                 Measure::Evoked => repeats = repeats.max(repeat + 1),
             }
             rows.push(model_runs::NewImportedTrial {
-                measure: t.measure.as_str(),
+                measure: t.measure,
                 situation_id,
                 situation_key: t.situation_key.clone(),
                 repeat_index: repeat,
@@ -379,13 +380,12 @@ pub fn import_model_results(
                 raw_reply: serde_json::to_string(&t.cells)
                     .map_err(|e| StoreError::Inconsistent(e.to_string()))?,
                 scores: match &t.scores {
-                    Ok(s) => Ok(serde_json::to_string(s)
-                        .map_err(|e| StoreError::Inconsistent(e.to_string()))?),
+                    Ok(s) => Ok(store::Json(s.clone())),
                     Err(e) => Err(format!("{}: {e}", t.column)),
                 },
             });
         }
-        let old = model_runs::imported_runs(conn, study_row.id, model, instrument_id.0)?;
+        let old = model_runs::imported_runs(conn, study_row.id, model, instrument_id)?;
         model_runs::delete_runs(conn, &old)?;
         result.replaced = old.len();
         result.run_id = model_runs::insert_imported(
@@ -393,7 +393,7 @@ pub fn import_model_results(
             &model_runs::NewImportedRun {
                 study_id: study_row.id,
                 model,
-                instrument_id: instrument_id.0,
+                instrument_id,
                 situation_set_id: study_row.situation_set_id,
                 selection: serde_json::json!({"imported_from": file_name}).to_string(),
                 repeats,

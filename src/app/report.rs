@@ -5,9 +5,11 @@ use super::error::{Error, Result};
 use std::collections::HashMap;
 
 use crate::domain::instrument::{Convention, Instrument};
+use crate::domain::measure::Measure;
 use crate::domain::report::{
-    Factor, HumanObservation, Inputs, Layout, Measure, Mode, ModelInput, Report, Trial, build,
+    Condition, Factor, HumanObservation, Inputs, Layout, Mode, ModelInput, Report, Trial, build,
 };
+use crate::domain::run::TrialStatus;
 use crate::store::report::TrialFilter;
 use crate::store::studies::Study;
 use crate::store::{self, DbConnection, InstrumentId, instruments, runs, situations, studies};
@@ -43,7 +45,7 @@ pub struct ReportRequest {
     pub models: ModelSelection,
     /// Instead of models: one cohort per run. With exactly two runs the report also compares
     /// them (the prompt-variant comparison).
-    pub runs: Vec<i64>,
+    pub runs: Vec<store::RunId>,
     /// The instrument (key) the trials were answered on; default: the study's. Humans are
     /// included only when it is the study's instrument (theirs).
     pub instrument: Option<String>,
@@ -86,7 +88,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         .situation_set_id
         .ok_or_else(|| Error::NoSituationSet(slug.to_owned()))?;
     let instrument_id = match &request.instrument {
-        None => InstrumentId(study.instrument_id),
+        None => study.instrument_id,
         Some(key) => {
             instruments::load(conn, key)?
                 .ok_or_else(|| Error::NoInstrument(key.clone()))?
@@ -94,12 +96,12 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         }
     };
     let instrument = instruments::get(conn, instrument_id)?;
-    let humans_answer_it = instrument_id.0 == study.instrument_id;
+    let humans_answer_it = instrument_id == study.instrument_id;
     let convention = match options.mode {
         Mode::Paper => Convention::Paper,
         Mode::Default => Convention::Authored,
     };
-    let (layout, factor_of) = layout(conn, store::SituationSetId(set), &instrument)?;
+    let (layout, factor_of) = layout(conn, set, &instrument)?;
     let scorer = Scorer {
         instrument: &instrument,
         convention,
@@ -125,7 +127,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     let humans_from = match (humans_answer_it, request.split) {
         (false, _) => format!(
             "no humans: they answered {}, not {}",
-            instruments::get(conn, InstrumentId(study.instrument_id))?.key,
+            instruments::get(conn, study.instrument_id)?.key,
             instrument.key
         ),
         (true, None) => "all completed participants".to_owned(),
@@ -218,22 +220,20 @@ fn humans(
     factor_of: &HashMap<i64, usize>,
     scorer: &Scorer,
 ) -> Result<Vec<HumanObservation>> {
-    let split = request.split.map(|s| s.as_str());
-    let rows = store::report::completed_answers(conn, study.id, split)?;
+    let rows = store::report::completed_answers(conn, study.id, request.split)?;
     let mut humans = Vec::new();
     let mut i = 0;
     while i < rows.len() {
         let (pid, situation) = (rows[i].0, rows[i].1);
         let (mut before, mut after) = (Vec::new(), Vec::new());
         while i < rows.len() && rows[i].0 == pid {
-            match rows[i].2.as_str() {
-                "default" => before.push(rows[i].4),
-                "evoked" => after.push(rows[i].4),
-                _ => {}
+            match rows[i].2 {
+                Measure::Default => before.push(rows[i].4),
+                Measure::Evoked => after.push(rows[i].4),
             }
             i += 1;
         }
-        let factor = situation.and_then(|s| factor_of.get(&s).copied());
+        let factor = situation.and_then(|s| factor_of.get(&s.0).copied());
         if let (Some(factor), Some(before), Some(after)) =
             (factor, scorer.score(&before), scorer.score(&after))
         {
@@ -257,7 +257,7 @@ fn cohorts(
 ) -> Result<(Vec<String>, TrialFilter)> {
     let slug = request.study.as_str();
     if request.runs.is_empty() {
-        let have = store::report::models(conn, study.id, instrument_id.0)?;
+        let have = store::report::models(conn, study.id, instrument_id)?;
         let names = match &request.models {
             ModelSelection::All => have.clone(),
             ModelSelection::Only(list) => {
@@ -279,16 +279,16 @@ fn cohorts(
     }
     let mut names = Vec::with_capacity(request.runs.len());
     for &id in &request.runs {
-        let run = runs::get(conn, store::RunId(id))?
+        let run = runs::get(conn, id)?
             .filter(|r| r.study_id == Some(study.id))
             .ok_or_else(|| Error::UnknownRun {
                 study: slug.to_owned(),
                 run: id,
             })?;
-        if run.instrument_id != instrument_id.0 {
+        if run.instrument_id != instrument_id {
             return Err(Error::RunInstrument {
                 run: id,
-                has: instruments::get(conn, InstrumentId(run.instrument_id))?.key,
+                has: instruments::get(conn, run.instrument_id)?.key,
                 wanted: instrument.key.clone(),
             });
         }
@@ -314,7 +314,7 @@ fn model_inputs(
             trials: Vec::new(),
         })
         .collect();
-    for row in store::report::trials(conn, study.id, instrument_id.0, filter)? {
+    for row in store::report::trials(conn, study.id, instrument_id, filter)? {
         let cohort = match filter {
             TrialFilter::Models(names) => names.iter().position(|m| *m == row.model),
             TrialFilter::Runs(ids) => ids.iter().position(|r| *r == row.run_id),
@@ -322,20 +322,23 @@ fn model_inputs(
         let Some(input) = cohort.and_then(|c| inputs.get_mut(c)) else {
             continue;
         };
-        let measure = match row.measure.as_str() {
-            "default" => Measure::Default,
-            _ => match row.situation.and_then(|s| Some((s, *factor_of.get(&s)?))) {
-                Some((situation, factor)) => Measure::Evoked { factor, situation },
+        let condition = match row.measure {
+            Measure::Default => Condition::Default,
+            Measure::Evoked => match row
+                .situation
+                .and_then(|s| Some((s.0, *factor_of.get(&s.0)?)))
+            {
+                Some((situation, factor)) => Condition::Evoked { factor, situation },
                 None => continue,
             },
         };
-        let scores = match (row.status.as_str(), row.scores) {
-            ("done", Some(json)) => serde_json::from_str::<Vec<i32>>(&json)
-                .ok()
-                .and_then(|a| scorer.score(&a)),
+        // A failed trial counts as a failure; a done one is scored (None when its answers do
+        // not fit the instrument).
+        let scores = match (row.status, row.scores) {
+            (TrialStatus::Done, Some(answers)) => scorer.score(&answers.0),
             _ => None,
         };
-        input.trials.push(Trial { measure, scores });
+        input.trials.push(Trial { condition, scores });
     }
     Ok(inputs)
 }

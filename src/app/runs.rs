@@ -16,7 +16,7 @@ use crate::store::runs::{self, NewRun, NewTrial};
 use crate::store::situations::StoredSituation;
 use crate::store::studies::{self, Study};
 use crate::store::{
-    DbConnection, InstrumentId, RunId, SituationSetId, StoreError, audit, instruments, situations,
+    DbConnection, InstrumentId, RunId, SituationSetId, audit, instruments, situations,
 };
 
 /// A template by built-in name (`eb-code`, `paper`, `stability`) or a custom template file.
@@ -63,7 +63,7 @@ fn select(
     let set = match selection {
         Selection::Tested => Some(set_named(conn, TESTED_SET)?),
         Selection::Set(name) => Some(set_named(conn, name)?),
-        _ => study.situation_set_id.map(SituationSetId),
+        _ => study.situation_set_id,
     };
     let Some(set) = set else {
         return Ok((None, Vec::new()));
@@ -102,7 +102,7 @@ fn instrument_for(
             ))
         }),
         None => {
-            let id = InstrumentId(study.instrument_id);
+            let id = study.instrument_id;
             Ok((id, instruments::get(conn, id)?))
         }
     }
@@ -157,7 +157,7 @@ pub fn create(
     let (set, chosen) = if req.repeats > 0 {
         select(conn, &study, &req.selection, &instrument)?
     } else {
-        (study.situation_set_id.map(SituationSetId), Vec::new())
+        (study.situation_set_id, Vec::new())
     };
     if req.repeats > 0 && chosen.is_empty() {
         let scale = match instrument.target_emotion() {
@@ -186,7 +186,7 @@ pub fn create(
         .iter()
         .map(|p| NewTrial {
             measure: p.measure,
-            situation_id: p.situation.and_then(|i| chosen.get(i)).map(|s| s.id.0),
+            situation_id: p.situation.and_then(|i| chosen.get(i)).map(|s| s.id),
             situation_key: p.situation_key.clone(),
             repeat: i32::try_from(p.repeat).unwrap_or(i32::MAX),
             item_order: Json(p.item_order.clone()),
@@ -206,10 +206,10 @@ pub fn create(
         study_id: Some(study.id),
         provider: provider.name.clone(),
         model: req.model.trim().to_owned(),
-        instrument_id: instrument_id.0,
-        situation_set_id: set.map(|s| s.0),
+        instrument_id,
+        situation_set_id: set,
         template: template.name(),
-        params: serde_json::to_string(&manifest).map_err(|e| invalid(e.to_string()))?,
+        params: Json(Some(manifest)),
         selection: serde_json::to_string(&req.selection).map_err(|e| invalid(e.to_string()))?,
         repeats: i32::try_from(req.repeats).map_err(|_| invalid("too many repeats"))?,
         default_repeats: i32::try_from(req.default_repeats)
@@ -261,14 +261,14 @@ pub fn notes(settings: &Settings, req: &RunRequest) -> Result<Vec<String>> {
 
 /// The notes recorded when the run was made. Runs made before profiles recorded none.
 pub fn recorded_notes(run: &runs::Run) -> Result<Vec<String>> {
-    let manifest: RunManifest =
-        serde_json::from_str(&run.params).map_err(|e| StoreError::Corrupt {
-            table: "model_runs",
-            row: run.id.to_string(),
-            column: "params".into(),
-            detail: e.to_string(),
-        })?;
-    Ok(manifest.sent.map(|s| s.notes).unwrap_or_default())
+    // The column decoded when the run was loaded (an undecodable one is `Corrupt` there).
+    Ok(run
+        .params
+        .0
+        .as_ref()
+        .and_then(|m| m.sent.as_ref())
+        .map(|s| s.notes.clone())
+        .unwrap_or_default())
 }
 
 /// A change of a run's state.
@@ -354,7 +354,7 @@ pub fn prompt_messages(conn: &mut DbConnection, req: &PromptRequest) -> Result<V
             let set = study
                 .situation_set_id
                 .ok_or_else(|| invalid(format!("study {} has no situations", req.study)))?;
-            let list = situations::list(conn, SituationSetId(set))?;
+            let list = situations::list(conn, set)?;
             let emotion = instrument.target_emotion();
             let found = match &req.situation {
                 Some(k) => list.into_iter().find(|s| &s.situation.key == k),

@@ -112,7 +112,7 @@ pub fn delete_participant(
     actor: &audit::Actor,
 ) -> Result<usize> {
     conn.write_transaction(|conn| {
-        let n = participants::delete(conn, id.0, which)?;
+        let n = participants::delete(conn, id, which)?;
         if n > 0 {
             audit::record(
                 conn,

@@ -6,7 +6,7 @@
 use crate::domain::instrument::Instrument;
 use crate::domain::measure::Measure;
 use crate::domain::survey::{
-    ATTENTION_CHECK, FormErrors, Outcome, Page, grade_check, parse_demographics,
+    ATTENTION_CHECK, CONSENT_FIELD, FormErrors, Outcome, Page, grade_check, parse_demographics,
     parse_questionnaire,
 };
 use crate::store::participants::{self, Effect, Participant, Submitted};
@@ -54,12 +54,12 @@ fn decide(
         Page::Consent => {
             let answer: Vec<&str> = fields
                 .iter()
-                .filter(|(k, _)| k == "consent")
+                .filter(|(k, _)| k == CONSENT_FIELD)
                 .map(|(_, v)| v.as_str())
                 .collect();
             let unexpected = fields
                 .iter()
-                .any(|(k, _)| k != "consent" && !ignored.contains(&k.as_str()));
+                .any(|(k, _)| k != CONSENT_FIELD && !ignored.contains(&k.as_str()));
             match (answer.as_slice(), unexpected) {
                 (["yes"], false) => Decision::Submit(Page::Demographics, Effect::Consent),
                 (["no"], false) => Decision::Submit(Page::Ended, Effect::End(Outcome::NoConsent)),

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::cpu::cpu_time;
+use crate::domain::survey::{CONSENT_FIELD, Page, ParticipantStatus};
+use crate::web::csrf;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -168,17 +170,17 @@ fn items_on(body: &str) -> Vec<u32> {
 }
 
 /// The form a participant sends on a page (deterministic answers derived from the pid).
-fn answers_for(page: &str, body: &str, salt: u64) -> Vec<(String, String)> {
+fn answers_for(page: Page, body: &str, salt: u64) -> Vec<(String, String)> {
     match page {
-        "consent" => vec![("consent".into(), "yes".into())],
-        "demographics" => vec![
+        Page::Consent => vec![(CONSENT_FIELD.into(), "yes".into())],
+        Page::Demographics => vec![
             ("gender".into(), "Prefer not to say".into()),
             ("year_of_birth".into(), "1990".into()),
             ("country".into(), "United Kingdom".into()),
             ("employment_status".into(), "Employed".into()),
             ("education".into(), "University - Bachelors".into()),
         ],
-        "feelings-now" | "feelings-imagined" => items_on(body)
+        Page::PanasBefore | Page::PanasAfter => items_on(body)
             .into_iter()
             .map(|n| {
                 (
@@ -187,7 +189,7 @@ fn answers_for(page: &str, body: &str, salt: u64) -> Vec<(String, String)> {
                 )
             })
             .collect(),
-        "check" => vec![("answer".into(), "A little".into())],
+        Page::Check => vec![("answer".into(), "A little".into())],
         _ => Vec::new(),
     }
 }
@@ -294,13 +296,14 @@ impl Client<'_> {
         if status != 200 {
             return Err(format!("GET {path}: status {status}"));
         }
-        if name == "done" {
+        let page = Page::parse(&name).ok_or_else(|| format!("{path}: not a survey page"))?;
+        if page == Page::Done {
             return Ok(Step::Done);
         }
-        let csrf = field_value(&body, "name=\"csrf\" value=\"")
+        let csrf = field_value(&body, &format!("name=\"{}\" value=\"", csrf::FIELD))
             .ok_or_else(|| format!("{path}: no CSRF token"))?;
-        let mut fields = answers_for(&name, &body, salt);
-        fields.push(("csrf".into(), csrf.to_owned()));
+        let mut fields = answers_for(page, &body, salt);
+        fields.push((csrf::FIELD.into(), csrf.to_owned()));
         if !think.is_zero() {
             std::thread::sleep(think);
         }
@@ -502,7 +505,7 @@ pub fn verify(
             .inner_join(participants::table)
             .filter(participants::study_id.eq(study_id))
             .filter(participants::prolific_pid.eq_any(chunk))
-            .filter(participants::status.eq("completed"))
+            .filter(participants::status.eq(ParticipantStatus::Completed))
             .select((
                 participants::prolific_pid,
                 responses::phase,
@@ -594,7 +597,7 @@ mod tests {
         let body = r#"<input name="csrf" value="tok"><input type="radio" name="item-3" value="1"><input type="radio" name="item-3" value="2"><input name="item-1" value="1">"#;
         assert_eq!(field_value(body, "name=\"csrf\" value=\""), Some("tok"));
         assert_eq!(items_on(body), vec![3, 1]);
-        let a = answers_for("feelings-now", body, 0);
+        let a = answers_for(Page::PanasBefore, body, 0);
         assert_eq!(
             a,
             vec![("item-3".into(), "4".into()), ("item-1".into(), "2".into())]

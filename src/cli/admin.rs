@@ -12,8 +12,8 @@ pub enum AdminCommand {
     /// standard input when that is not a terminal; never from an argument.
     CreateUser {
         email: String,
-        #[arg(long, value_parser = ["admin", "researcher"])]
-        role: String,
+        #[arg(long, value_enum)]
+        role: Role,
     },
     /// List the accounts.
     ListUsers,
@@ -38,7 +38,7 @@ pub fn run(settings: &Settings, cmd: AdminCommand) -> anyhow::Result<()> {
                 "{:<40} {:<11} {}",
                 u.email,
                 u.role.as_str(),
-                if u.disabled { "disabled" } else { "active" }
+                if u.disabled { "disabled" } else { "enabled" }
             );
         }
         return Ok(());
@@ -49,7 +49,6 @@ pub fn run(settings: &Settings, cmd: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::CreateUser { email, role } => {
             // Before the password prompt: a typo in the address should not cost a password.
             app::accounts::check_email(&email)?;
-            let role: Role = role.parse().map_err(anyhow::Error::msg)?;
             app::accounts::create(&mut conn, &email, role, &read_password()?, &Actor::Cli)?;
             println!("created {} account {email}", role.as_str());
         }

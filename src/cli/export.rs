@@ -22,13 +22,13 @@ pub struct ExportArgs {
     #[arg(long, value_name = "SLUG")]
     study: String,
     /// Which participants: completed ones (default) or everyone.
-    #[arg(long, value_enum, default_value = "completed")]
+    #[arg(long, value_enum, default_value_t = StatusFilter::Completed)]
     status: StatusFilter,
     /// finetune: which side of the split.
-    #[arg(long, value_enum, default_value = "train")]
+    #[arg(long, value_enum, default_value_t = Side::Train)]
     split: Side,
     /// finetune: the record layout.
-    #[arg(long, value_enum, default_value = "openai")]
+    #[arg(long, value_enum, default_value_t = FinetuneFormat::Openai)]
     format: FinetuneFormat,
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]

@@ -15,8 +15,8 @@ pub enum PromptCommand {
         #[arg(long, value_name = "KEY")]
         instrument: Option<String>,
         /// default | evoked
-        #[arg(long, default_value = "default")]
-        measure: String,
+        #[arg(long, default_value_t = Measure::Default)]
+        measure: Measure,
         /// Situation key (evoked; default: the first of the study's set).
         #[arg(long)]
         situation: Option<String>,
@@ -47,7 +47,6 @@ pub fn run(settings: &Settings, cmd: PromptCommand) -> anyhow::Result<()> {
     } = cmd;
     let pool = db::reading(settings)?;
     let mut conn = pool.get()?;
-    let measure: Measure = measure.parse().map_err(anyhow::Error::msg)?;
     let messages = app::runs::prompt_messages(
         &mut conn,
         &app::runs::PromptRequest {

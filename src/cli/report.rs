@@ -23,7 +23,7 @@ pub struct ReportArgs {
     /// runs`). With exactly two runs, e.g. one model under `eb-code` and under `stability`, the
     /// report also compares them: per emotion, each Δ and the difference with its test.
     #[arg(long, value_delimiter = ',', conflicts_with = "models")]
-    runs: Vec<i64>,
+    runs: Vec<emotionbench::store::RunId>,
     /// The instrument the model trials answered (e.g. AGQ); default: the study's. Humans are
     /// included only on their own instrument.
     #[arg(long)]
@@ -33,16 +33,16 @@ pub struct ReportArgs {
     split: Option<Side>,
     /// `paper`: the upstream procedure (F-test, Student or Welch, ε = 1e-8 on SDs, repeats
     /// pooled); `default`: Welch without ε.
-    #[arg(long, default_value = "default")]
+    #[arg(long, value_enum, default_value_t = Mode::Default)]
     mode: Mode,
     /// Significance level.
     #[arg(long, default_value_t = 0.01, value_parser = parse_alpha)]
     alpha: f64,
     /// Model observations: every `trial`, or the mean of each `situation`'s repeats.
-    #[arg(long, default_value = "trial")]
+    #[arg(long, value_enum, default_value_t = Unit::Trial)]
     unit: Unit,
     /// Multiple-comparison correction over each cohort's factor table: bh or holm.
-    #[arg(long)]
+    #[arg(long, value_enum)]
     correction: Option<Correction>,
     /// html, md, csv or json.
     #[arg(long, default_value = "md")]

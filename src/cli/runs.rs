@@ -370,7 +370,7 @@ fn list(settings: &Settings) -> anyhow::Result<()> {
         "ID", "STATUS", "PROVIDER", "MODEL", "TEMPLATE", "TRIALS", "DONE", "FAILED"
     );
     for r in runs::list(&mut conn)? {
-        let p = runs::progress(&mut conn, RunId(r.id))?;
+        let p = runs::progress(&mut conn, r.id)?;
         println!(
             "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
             r.id, r.status, r.provider, r.model, r.template, p.total, p.done, p.failed
@@ -397,7 +397,7 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
     }
     println!("provider:   {} / model {}", r.provider, r.model);
     println!("template:   {}", r.template);
-    println!("params:     {}", r.params);
+    println!("params:     {}", r.params.to_text()?);
     println!("selection:  {}", r.selection);
     println!(
         "repeats:    {} per situation, {} default; seed {}",
@@ -414,9 +414,9 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
         p.cost_micros as f64 / 1e6
     );
     println!("parse failures (attempts): {}", p.parse_failures);
-    let mut classes: Vec<(String, usize)> = Vec::new();
+    let mut classes: Vec<(&str, usize)> = Vec::new();
     for t in all.iter().filter(|t| t.status == TrialStatus::Failed) {
-        let c = t.error_class.clone().unwrap_or_default();
+        let c = t.error_class.map_or("", |c| c.as_str());
         match classes.iter_mut().find(|(k, _)| *k == c) {
             Some((_, n)) => *n += 1,
             None => classes.push((c, 1)),

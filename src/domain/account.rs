@@ -1,7 +1,9 @@
 //! Accounts: what a researcher or an admin may do.
 
 /// What an account may do: researchers read and export; admins also change things.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Admin,

@@ -36,7 +36,7 @@ use super::stats::{self, Summary, TTest};
 pub const PAPER_EPSILON: f64 = 1e-8;
 
 /// Which statistical procedure for the models.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Upstream EmotionBench: F-test, then Student or Welch, ε on SDs, repeats pooled.
@@ -46,7 +46,7 @@ pub enum Mode {
 }
 
 /// What one model observation is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     /// Every trial (repeats pooled, as upstream).
@@ -56,43 +56,43 @@ pub enum Unit {
 }
 
 /// Multiple-comparison correction across a cohort's factor table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Correction {
     Bh,
     Holm,
 }
 
+/// Parses one of an option's values (as clap spells them), naming the choices when it fails:
+/// the web form and the command line accept the same words.
+pub fn choice<T: clap::ValueEnum>(what: &str, s: &str) -> Result<T, String> {
+    T::from_str(s, false).map_err(|_| {
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_owned()))
+            .collect();
+        format!("unknown {what} {s:?}: expected {}", names.join(" or "))
+    })
+}
+
 impl std::str::FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "paper" => Ok(Mode::Paper),
-            "default" => Ok(Mode::Default),
-            _ => Err(format!("unknown mode {s:?}: expected paper or default")),
-        }
+        choice("mode", s)
     }
 }
 
 impl std::str::FromStr for Unit {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "trial" => Ok(Unit::Trial),
-            "situation" => Ok(Unit::Situation),
-            _ => Err(format!("unknown unit {s:?}: expected trial or situation")),
-        }
+        choice("unit", s)
     }
 }
 
 impl std::str::FromStr for Correction {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "bh" => Ok(Correction::Bh),
-            "holm" => Ok(Correction::Holm),
-            _ => Err(format!("unknown correction {s:?}: expected bh or holm")),
-        }
+        choice("correction", s)
     }
 }
 
@@ -142,9 +142,11 @@ pub struct HumanObservation {
     pub after: Vec<f64>,
 }
 
-/// Which measure a model trial is.
+/// What a model trial measured: the default (baseline) state, or the state evoked by one
+/// situation of the layout. Richer than [`crate::domain::measure::Measure`] (which only says
+/// which of the two): an evoked trial carries its factor and situation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
+pub enum Condition {
     Default,
     /// `factor` indexes [`Layout::factors`]; `situation` identifies the situation.
     Evoked {
@@ -156,7 +158,7 @@ pub enum Measure {
 /// One model trial: category scores, or `None` when it failed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
-    pub measure: Measure,
+    pub condition: Condition,
     pub scores: Option<Vec<f64>>,
 }
 
@@ -800,10 +802,10 @@ fn split_trials(model: &ModelInput) -> (Vec<&[f64]>, Vec<Evoked<'_>>, usize) {
     let mut evoked = Vec::new();
     let mut failed = 0;
     for t in &model.trials {
-        match (&t.scores, t.measure) {
+        match (&t.scores, t.condition) {
             (None, _) => failed += 1,
-            (Some(s), Measure::Default) => defaults.push(s.as_slice()),
-            (Some(s), Measure::Evoked { factor, situation }) => {
+            (Some(s), Condition::Default) => defaults.push(s.as_slice()),
+            (Some(s), Condition::Evoked { factor, situation }) => {
                 evoked.push((factor, situation, s.as_slice()))
             }
         }
@@ -991,9 +993,9 @@ mod tests {
 
     fn trial(factor: Option<usize>, situation: i64, pa: f64, na: f64) -> Trial {
         Trial {
-            measure: match factor {
-                None => Measure::Default,
-                Some(factor) => Measure::Evoked { factor, situation },
+            condition: match factor {
+                None => Condition::Default,
+                Some(factor) => Condition::Evoked { factor, situation },
             },
             scores: Some(vec![pa, na]),
         }
@@ -1005,7 +1007,7 @@ mod tests {
             trial(None, 0, 32.0, 11.0),
             trial(None, 0, 31.0, 10.0),
             Trial {
-                measure: Measure::Default,
+                condition: Condition::Default,
                 scores: None,
             },
         ];
@@ -1119,7 +1121,7 @@ mod tests {
         let mut b = i.models[0].clone();
         b.name = "m stability".into();
         for t in &mut b.trials {
-            if let (Measure::Evoked { .. }, Some(s)) = (t.measure, t.scores.as_mut()) {
+            if let (Condition::Evoked { .. }, Some(s)) = (t.condition, t.scores.as_mut()) {
                 s[1] += 4.0;
             }
         }

@@ -272,10 +272,182 @@ pub fn cost_micros(
     Some(micros.round() as i64)
 }
 
+/// What went wrong with one request, by what should happen next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// 429: wait (Retry-After when given) and retry; lower the concurrency.
+    RateLimited,
+    /// 5xx: retry with backoff.
+    Server,
+    /// No complete reply in time: retry with backoff.
+    Timeout,
+    /// Refused, reset or broken connection: retry with backoff.
+    Connection,
+    /// 401/403, no key, or a key the provider calls invalid in its body (Gemini answers 400
+    /// `API_KEY_INVALID`): never retried; the run fails with a message.
+    Auth,
+    /// The account's quota, credit or spend limit is used up (OpenAI 429 `insufficient_quota`,
+    /// Anthropic `billing_error` or its spend-limit 400, Gemini per-day `RESOURCE_EXHAUSTED`):
+    /// retrying cannot help, so the run fails with a message.
+    Quota,
+    /// 404: the model (or the base URL) does not exist; the run fails with a message.
+    UnknownModel,
+    /// 400 and other 4xx: the request itself is wrong; not retried.
+    BadRequest,
+    /// The reply was not a completion we can read, or its text not the answers (parse).
+    Parse,
+    /// The reply stopped at the token cap (no answer, or an unreadable partial one); not
+    /// re-asked unless the provider says `retry_truncated`.
+    Truncated,
+    /// The model declined to answer; not re-asked unless `retry_refused`.
+    Refused,
+    /// The provider's safety system withheld the prompt or the reply; as `Refused`.
+    Blocked,
+    /// The prompt could not be built from the study's instrument and situation (recorded on
+    /// the trial; no request was sent).
+    Prompt,
+    /// An attempt whose worker lost its lease before it finished (another worker took over).
+    Abandoned,
+    /// An attempt cut short when its worker stopped (the trial went back to the queue).
+    Interrupted,
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Server => "server",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Connection => "connection",
+            ErrorClass::Auth => "auth",
+            ErrorClass::Quota => "quota",
+            ErrorClass::UnknownModel => "unknown_model",
+            ErrorClass::BadRequest => "bad_request",
+            ErrorClass::Parse => "parse",
+            ErrorClass::Truncated => "truncated",
+            ErrorClass::Refused => "refused",
+            ErrorClass::Blocked => "blocked",
+            ErrorClass::Prompt => "prompt",
+            ErrorClass::Abandoned => "abandoned",
+            ErrorClass::Interrupted => "interrupted",
+        }
+    }
+
+    pub const ALL: [ErrorClass; 15] = [
+        ErrorClass::RateLimited,
+        ErrorClass::Server,
+        ErrorClass::Timeout,
+        ErrorClass::Connection,
+        ErrorClass::Auth,
+        ErrorClass::Quota,
+        ErrorClass::UnknownModel,
+        ErrorClass::BadRequest,
+        ErrorClass::Parse,
+        ErrorClass::Truncated,
+        ErrorClass::Refused,
+        ErrorClass::Blocked,
+        ErrorClass::Prompt,
+        ErrorClass::Abandoned,
+        ErrorClass::Interrupted,
+    ];
+
+    /// A stored value (`model_trials.error_class`, `trial_attempts.error_class`), exactly as
+    /// [`ErrorClass::as_str`] writes it.
+    pub fn parse(s: &str) -> Option<ErrorClass> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// Not the trial's fault and the same for every trial: the run stops with the message.
+    pub fn stops_the_run(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Auth | ErrorClass::Quota | ErrorClass::UnknownModel
+        )
+    }
+
+    /// Worth another attempt after a pause.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::RateLimited
+                | ErrorClass::Server
+                | ErrorClass::Timeout
+                | ErrorClass::Connection
+        )
+    }
+}
+
+/// Which request field carries the output-token cap (OpenAI-compatible servers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenField {
+    /// `max_tokens`: what OpenAI-compatible servers (vLLM, llama.cpp, Mistral) read.
+    MaxTokens,
+    /// `max_completion_tokens`: OpenAI's reasoning models refuse `max_tokens`.
+    MaxCompletionTokens,
+}
+
+impl TokenField {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenField::MaxTokens => "max_tokens",
+            TokenField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+/// The parameters a run's requests actually carry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SentParams {
+    pub profile: String,
+    /// None: not sent (the model samples at its own default).
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub token_field: TokenField,
+    pub max_tokens: u32,
+    /// None: no seed is sent.
+    pub seed_field: Option<String>,
+    pub system_message: bool,
+    /// Where what is sent differs from what was asked, and why (shown before the run starts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The stored parameters of a run (the `params` column): what was requested, and what is sent.
+/// Runs made before profiles existed have no `sent`; it is then worked out when they load.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunManifest {
+    #[serde(flatten)]
+    pub requested: RunParams,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<SentParams>,
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_error_class_reads_back_as_itself_and_nothing_else_decodes() {
+        for c in ErrorClass::ALL {
+            assert_eq!(ErrorClass::parse(c.as_str()), Some(c));
+            // serde (the JSON of `runs show --trials`) spells it as stored.
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
+        let names: std::collections::HashSet<_> =
+            ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), ErrorClass::ALL.len());
+        assert_eq!(ErrorClass::parse("Parse"), None);
+        assert_eq!(ErrorClass::parse(""), None);
+    }
 
     fn situation(key: &str, emotion: &str, fi: u32, factor: &str) -> Situation {
         Situation {

@@ -50,6 +50,32 @@ impl Outcome {
     }
 }
 
+/// The consent page's form field (`yes` or `no`); the template names it the same.
+pub const CONSENT_FIELD: &str = "consent";
+
+/// What happened to a page (`page_events.event`): shown to the participant, or submitted by
+/// them. The time between the two is the situation page's reading time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PageEvent {
+    Shown,
+    Submitted,
+}
+
+impl PageEvent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PageEvent::Shown => "shown",
+            PageEvent::Submitted => "submitted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PageEvent> {
+        [PageEvent::Shown, PageEvent::Submitted]
+            .into_iter()
+            .find(|e| e.as_str() == s)
+    }
+}
+
 /// Where a participant's session stands (`participants.status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -499,6 +525,14 @@ pub fn grade_check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_events_read_back_as_themselves() {
+        for e in [PageEvent::Shown, PageEvent::Submitted] {
+            assert_eq!(PageEvent::parse(e.as_str()), Some(e));
+        }
+        assert_eq!(PageEvent::parse("viewed"), None);
+    }
 
     fn f(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs

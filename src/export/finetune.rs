@@ -12,7 +12,9 @@ use super::{ExportError, ExportStats};
 use crate::domain::parse::{ParseSpec, format_reply};
 use crate::domain::prompt::{ChatMessage, Measure, Template, canonical_order, render};
 use crate::domain::split::Side;
-use crate::store::{DbConnection, InstrumentId, StoreError, cohorts, instruments};
+use crate::store::{
+    DbConnection, InstrumentId, ParticipantId, StoreError, StudyId, cohorts, instruments,
+};
 
 /// The record layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -45,13 +47,13 @@ const PAGE: usize = 500;
 /// `stats.rows` counts records (lines).
 pub fn write_finetune<W: Write>(
     conn: &mut DbConnection,
-    study_id: i64,
-    instrument_id: i64,
+    study_id: StudyId,
+    instrument_id: InstrumentId,
     side: Side,
     format: FinetuneFormat,
     mut out: W,
 ) -> Result<ExportStats, ExportError> {
-    let instrument = instruments::get(conn, InstrumentId(instrument_id))?;
+    let instrument = instruments::get(conn, instrument_id)?;
     let n = instrument.items.len();
     let order = canonical_order(n);
     let texts: Vec<&str> = instrument.items.iter().map(|i| i.text.as_str()).collect();
@@ -61,13 +63,13 @@ pub fn write_finetune<W: Write>(
         min: instrument.min,
         max: instrument.max,
     };
-    let members = cohorts::split_members(conn, study_id, side.as_str())?;
+    let members = cohorts::split_members(conn, study_id, side)?;
     let mut stats = ExportStats {
         participants: 0,
         rows: 0,
     };
     for page in members.chunks(PAGE) {
-        let ids: Vec<i64> = page.iter().map(|m| m.id).collect();
+        let ids: Vec<ParticipantId> = page.iter().map(|m| m.id).collect();
         let answers = cohorts::answers_of(conn, &ids)?;
         for m in page {
             let mine = || answers.iter().filter(|a| a.participant_id == m.id);

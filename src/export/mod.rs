@@ -20,7 +20,7 @@ use crate::domain::instrument::{Convention, Instrument};
 use crate::domain::measure::Measure;
 use crate::store::cohorts::{self, ExportParticipant, StatusFilter};
 use crate::store::studies::Study;
-use crate::store::{self, DbConnection, InstrumentId, SituationSetId, StoreError, StudyId};
+use crate::store::{self, DbConnection, ParticipantId, SituationId, StoreError, StudyId};
 
 /// Participants per page.
 pub const PAGE: i64 = 500;
@@ -78,7 +78,7 @@ struct Context {
     study: Study,
     instrument: Instrument,
     /// situation id -> (key, emotion, factor index, factor name).
-    situations: HashMap<i64, (String, String, i32, String)>,
+    situations: HashMap<SituationId, (String, String, i32, String)>,
     demographics: Vec<String>,
 }
 
@@ -91,14 +91,14 @@ fn context(conn: &mut DbConnection, study_id: StudyId) -> Result<Context, Export
         .first(conn)
         .optional()?
         .ok_or(ExportError::NoStudy(study_id))?;
-    let instrument = store::instruments::get(conn, InstrumentId(study.instrument_id))?;
+    let instrument = store::instruments::get(conn, study.instrument_id)?;
     let situations = match study.situation_set_id {
-        Some(set) => store::situations::list(conn, SituationSetId(set))?
+        Some(set) => store::situations::list(conn, set)?
             .into_iter()
             .map(|s| {
                 let s2 = s.situation;
                 (
-                    s.id.0,
+                    s.id,
                     (
                         s2.key,
                         s2.emotion,
@@ -462,14 +462,14 @@ fn for_each_page(
         &[cohorts::Answer],
     ) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
-    let mut after = 0;
+    let mut after = ParticipantId(0);
     loop {
-        let page = cohorts::page(conn, study.0, filter, after, PAGE)?;
+        let page = cohorts::page(conn, study, filter, after, PAGE)?;
         let Some(last) = page.last() else {
             return Ok(());
         };
         after = last.id;
-        let ids: Vec<i64> = page.iter().map(|p| p.id).collect();
+        let ids: Vec<ParticipantId> = page.iter().map(|p| p.id).collect();
         let answers = cohorts::answers_of(conn, &ids)?;
         f(conn, &page, &answers)?;
     }
@@ -493,8 +493,9 @@ pub fn write_long<W: Write>(
         .map(|i| (i32::try_from(i.number).unwrap_or(i32::MAX), i.text.as_str()))
         .collect();
     for_each_page(conn, study, filter, |_, page, answers| {
-        let by_id: HashMap<i64, &ExportParticipant> = page.iter().map(|p| (p.id, p)).collect();
-        let mut current: Option<(i64, Vec<String>, [String; 4], String)> = None;
+        let by_id: HashMap<ParticipantId, &ExportParticipant> =
+            page.iter().map(|p| (p.id, p)).collect();
+        let mut current: Option<(ParticipantId, Vec<String>, [String; 4], String)> = None;
         for a in answers {
             if current.as_ref().is_none_or(|c| c.0 != a.participant_id) {
                 let Some(p) = by_id.get(&a.participant_id) else {
@@ -551,9 +552,9 @@ pub fn write_wide<W: Write>(
     let n = ctx.instrument.items.len();
     let mut stats = ExportStats::default();
     for_each_page(conn, study, filter, |conn, page, answers| {
-        let ids: Vec<i64> = page.iter().map(|p| p.id).collect();
+        let ids: Vec<ParticipantId> = page.iter().map(|p| p.id).collect();
         let seconds = cohorts::situation_seconds(conn, &ids)?;
-        let mut by_participant: HashMap<i64, [Vec<Option<i32>>; 2]> = HashMap::new();
+        let mut by_participant: HashMap<ParticipantId, [Vec<Option<i32>>; 2]> = HashMap::new();
         for a in answers {
             let slot = by_participant
                 .entry(a.participant_id)

@@ -11,76 +11,7 @@ use crate::config::ProviderConfig;
 
 use super::wire::{self, Completion, NoAnswer, ReplyProblem};
 
-/// What went wrong with one request, by what should happen next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// 429: wait (Retry-After when given) and retry; lower the concurrency.
-    RateLimited,
-    /// 5xx: retry with backoff.
-    Server,
-    /// No complete reply in time: retry with backoff.
-    Timeout,
-    /// Refused, reset or broken connection: retry with backoff.
-    Connection,
-    /// 401/403, no key, or a key the provider calls invalid in its body (Gemini answers 400
-    /// `API_KEY_INVALID`): never retried; the run fails with a message.
-    Auth,
-    /// The account's quota, credit or spend limit is used up (OpenAI 429 `insufficient_quota`,
-    /// Anthropic `billing_error` or its spend-limit 400, Gemini per-day `RESOURCE_EXHAUSTED`):
-    /// retrying cannot help, so the run fails with a message.
-    Quota,
-    /// 404: the model (or the base URL) does not exist; the run fails with a message.
-    UnknownModel,
-    /// 400 and other 4xx: the request itself is wrong; not retried.
-    BadRequest,
-    /// The reply was not a completion we can read, or its text not the answers (parse).
-    Parse,
-    /// The reply stopped at the token cap (no answer, or an unreadable partial one); not
-    /// re-asked unless the provider says `retry_truncated`.
-    Truncated,
-    /// The model declined to answer; not re-asked unless `retry_refused`.
-    Refused,
-    /// The provider's safety system withheld the prompt or the reply; as `Refused`.
-    Blocked,
-}
-
-impl ErrorClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::RateLimited => "rate_limited",
-            ErrorClass::Server => "server",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Connection => "connection",
-            ErrorClass::Auth => "auth",
-            ErrorClass::Quota => "quota",
-            ErrorClass::UnknownModel => "unknown_model",
-            ErrorClass::BadRequest => "bad_request",
-            ErrorClass::Parse => "parse",
-            ErrorClass::Truncated => "truncated",
-            ErrorClass::Refused => "refused",
-            ErrorClass::Blocked => "blocked",
-        }
-    }
-
-    /// Not the trial's fault and the same for every trial: the run stops with the message.
-    pub fn stops_the_run(self) -> bool {
-        matches!(
-            self,
-            ErrorClass::Auth | ErrorClass::Quota | ErrorClass::UnknownModel
-        )
-    }
-
-    /// Worth another attempt after a pause.
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ErrorClass::RateLimited
-                | ErrorClass::Server
-                | ErrorClass::Timeout
-                | ErrorClass::Connection
-        )
-    }
-}
+pub use crate::domain::run::ErrorClass;
 
 /// A failed request.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -6,8 +6,6 @@
 //!
 //! Each profile cites what the provider publishes; the README's "Model runs" table lists them.
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::{ModelOverride, ProviderConfig, ProviderKind, TokenField};
 use crate::domain::run::RunParams;
 
@@ -47,32 +45,7 @@ impl Capabilities {
     }
 }
 
-/// The parameters a run's requests actually carry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SentParams {
-    pub profile: String,
-    /// None: not sent (the model samples at its own default).
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub token_field: TokenField,
-    pub max_tokens: u32,
-    /// None: no seed is sent.
-    pub seed_field: Option<String>,
-    pub system_message: bool,
-    /// Where what is sent differs from what was asked, and why (shown before the run starts).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-/// The stored parameters of a run (the `params` column): what was requested, and what is sent.
-/// Runs made before profiles existed have no `sent`; it is then worked out when they load.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunManifest {
-    #[serde(flatten)]
-    pub requested: RunParams,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent: Option<SentParams>,
-}
+pub use crate::domain::run::{RunManifest, SentParams};
 
 /// The id the APIs know: Gemini model names are often copied as `models/x` from its model
 /// list, which would double the path segment (`…/models/models/x:generateContent`).

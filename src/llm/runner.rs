@@ -17,7 +17,7 @@ use crate::domain::parse::{ParseSpec, parse_reply};
 use crate::domain::prompt::{Template, render, trial_seed};
 use crate::domain::run::cost_micros;
 use crate::store::runs::{self, AttemptOutcome, Trial, TrialOutcome};
-use crate::store::{InstrumentId, Pool, RunId, SituationSetId, StoreError, TrialId};
+use crate::store::{Pool, RunId, StoreError, TrialId};
 use crate::store::{instruments, situations};
 
 use super::client::{CallError, CallOk, ErrorClass, Provider, estimate_tokens};
@@ -92,8 +92,8 @@ pub struct Worker {
     providers: HashMap<String, Arc<Provider>>,
     pub opts: WorkerOptions,
     stop: Arc<AtomicBool>,
-    contexts: Mutex<HashMap<i64, Arc<RunContext>>>,
-    active: Mutex<(Option<Instant>, Vec<i64>)>,
+    contexts: Mutex<HashMap<RunId, Arc<RunContext>>>,
+    active: Mutex<(Option<Instant>, Vec<RunId>)>,
 }
 
 impl Worker {
@@ -140,9 +140,9 @@ impl Worker {
         Ok(runs::release_all(&mut conn, &self.opts.owner)?)
     }
 
-    fn runs_to_work(&self) -> Vec<i64> {
+    fn runs_to_work(&self) -> Vec<RunId> {
         if let Some(run) = self.opts.only_run {
-            return vec![run.0];
+            return vec![run];
         }
         let mut cache = self.active.lock().unwrap_or_else(|p| p.into_inner());
         let fresh = cache
@@ -165,7 +165,7 @@ impl Worker {
         cache.1.clone()
     }
 
-    fn context(&self, run: i64) -> Result<Arc<RunContext>, RunnerError> {
+    fn context(&self, run: RunId) -> Result<Arc<RunContext>, RunnerError> {
         if let Some(c) = self
             .contexts
             .lock()
@@ -174,7 +174,7 @@ impl Worker {
         {
             return Ok(c.clone());
         }
-        let id = RunId(run);
+        let id = run;
         let mut conn = self.pool.get().map_err(StoreError::from)?;
         let r = runs::get(&mut conn, id)?
             .ok_or_else(|| RunnerError::Unusable(id, "no such run".into()))?;
@@ -184,8 +184,9 @@ impl Worker {
                 format!("provider {:?} is not in this worker's config", r.provider),
             )
         })?;
-        let manifest: RunManifest = serde_json::from_str(&r.params)
-            .map_err(|e| RunnerError::Unusable(id, format!("stored parameters: {e}")))?;
+        let manifest: RunManifest = r.params.0.clone().ok_or_else(|| {
+            RunnerError::Unusable(id, "an imported run has no parameters to send".into())
+        })?;
         // Runs made before profiles recorded what they send get it worked out now.
         let sent = match manifest.sent {
             Some(s) => s,
@@ -203,9 +204,9 @@ impl Worker {
                 ));
             }
         };
-        let instrument = instruments::get(&mut conn, InstrumentId(r.instrument_id))?;
+        let instrument = instruments::get(&mut conn, r.instrument_id)?;
         let situations = match r.situation_set_id {
-            Some(set) => situations::list(&mut conn, SituationSetId(set))?
+            Some(set) => situations::list(&mut conn, set)?
                 .into_iter()
                 .map(|s| (s.situation.key, s.situation.text))
                 .collect(),
@@ -243,7 +244,7 @@ impl Worker {
                         continue;
                     }
                     Err(e) => {
-                        tracing::warn!(run, error = %e, "cannot load the run");
+                        tracing::warn!(run = run.0, error = %e, "cannot load the run");
                         continue;
                     }
                 };
@@ -251,18 +252,18 @@ impl Worker {
                     continue;
                 };
                 let claimed = self.pool.get().map_err(StoreError::from).and_then(|mut c| {
-                    runs::claim(&mut c, RunId(run), &self.opts.owner, 1, self.opts.lease)
+                    runs::claim(&mut c, run, &self.opts.owner, 1, self.opts.lease)
                 });
                 match claimed {
                     Ok(mut trials) => {
                         if let Some(trial) = trials.pop() {
                             if let Err(e) = self.execute(&ctx, &trial) {
-                                tracing::warn!(trial = trial.id, error = %e, "trial not recorded");
+                                tracing::warn!(trial = trial.id.0, error = %e, "trial not recorded");
                             }
                             worked = true;
                         }
                     }
-                    Err(e) => tracing::warn!(run, error = %e, "claim failed"),
+                    Err(e) => tracing::warn!(run = run.0, error = %e, "claim failed"),
                 }
                 drop(permit);
                 if worked {
@@ -305,20 +306,20 @@ impl Worker {
         &self,
         ctx: &RunContext,
         id: TrialId,
-        class: &str,
+        class: ErrorClass,
         error: String,
     ) -> Result<(), RunnerError> {
         let mut conn = self.conn()?;
         runs::finish_trial(
             &mut conn,
-            RunId(ctx.run.id),
+            ctx.run.id,
             id,
             &self.opts.owner,
             &TrialOutcome {
                 done: false,
                 raw_reply: None,
                 scores: None,
-                error_class: Some(class.to_owned()),
+                error_class: Some(class),
                 error: Some(error),
                 latency_ms: None,
                 input_tokens: None,
@@ -333,11 +334,11 @@ impl Worker {
 
     /// One trial to its end: done, failed, released (stopping; a rejected key) or lost lease.
     fn execute(&self, ctx: &RunContext, trial: &Trial) -> Result<(), RunnerError> {
-        let id = TrialId(trial.id);
-        let _span = tracing::info_span!("trial", run = ctx.run.id, trial = trial.id).entered();
+        let id = trial.id;
+        let _span = tracing::info_span!("trial", run = ctx.run.id.0, trial = trial.id.0).entered();
         let prepared = match prepare(ctx, trial) {
             Ok(p) => p,
-            Err(message) => return self.fail_trial(ctx, id, "prompt", message),
+            Err(message) => return self.fail_trial(ctx, id, ErrorClass::Prompt, message),
         };
         let texts: Vec<&str> = ctx
             .instrument
@@ -426,7 +427,7 @@ impl Worker {
                     &AttemptOutcome {
                         raw_reply: e.body.clone(),
                         http_status: e.http_status.map(i32::from),
-                        error_class: Some(e.class.as_str().into()),
+                        error_class: Some(e.class),
                         error: Some(e.message.clone()),
                         latency_ms: Some(latency),
                         input_tokens: e.reply.as_ref().and_then(|r| r.input_tokens),
@@ -470,7 +471,7 @@ impl Worker {
                 let scores = serde_json::to_string(&parsed.scores).ok();
                 runs::finish_trial(
                     &mut conn,
-                    RunId(ctx.run.id),
+                    ctx.run.id,
                     id,
                     &self.opts.owner,
                     &tally.outcome(ctx, true, Some(text), scores, None, Some(latency)),
@@ -491,7 +492,7 @@ impl Worker {
                 } else {
                     (ErrorClass::Parse, format!("{} ({})", e, e.class()))
                 };
-                outcome.error_class = Some(class.as_str().into());
+                outcome.error_class = Some(class);
                 outcome.error = Some(message.clone());
                 runs::finish_attempt(&mut *self.conn()?, id, attempt, &outcome)?;
                 let mut error = CallError::new(class, message);
@@ -515,7 +516,7 @@ impl Worker {
         failed: Failed,
     ) -> Result<bool, RunnerError> {
         let config = &ctx.provider.config;
-        let run_id = RunId(ctx.run.id);
+        let run_id = ctx.run.id;
         let owner = self.opts.owner.as_str();
         let error = &failed.error;
         let class = error.class;
@@ -523,7 +524,7 @@ impl Worker {
             // Not the trial's fault: it goes back to the queue, the run stops with a message,
             // and `runs resume` after fixing the key, the quota or the model picks it up again.
             let mut conn = self.conn()?;
-            runs::release(&mut conn, id, owner, Some((class.as_str(), &error.message)))?;
+            runs::release(&mut conn, id, owner, Some((class, &error.message)))?;
             runs::fail(&mut conn, run_id, &error.message)?;
             tracing::error!(run = run_id.0, message = %error.message, "run failed");
             return Ok(false);
@@ -543,14 +544,14 @@ impl Worker {
                     "no readable answers after {} replies; last: {}",
                     tally.parse_failures, error.message
                 );
-                return self.give_up(ctx, id, tally, class.as_str(), message, failed);
+                return self.give_up(ctx, id, tally, class, message, failed);
             }
             // Ask again at once: the reply was valid, only unreadable.
             return Ok(true);
         }
         if !error.is_transient() {
             let message = error.message.clone();
-            return self.give_up(ctx, id, tally, class.as_str(), message, failed);
+            return self.give_up(ctx, id, tally, class, message, failed);
         }
         tally.transient += 1;
         if tally.sent >= config.max_attempts {
@@ -558,7 +559,7 @@ impl Worker {
                 "gave up after {} attempts; last: {}",
                 tally.sent, error.message
             );
-            return self.give_up(ctx, id, tally, class.as_str(), message, failed);
+            return self.give_up(ctx, id, tally, class, message, failed);
         }
         if class == ErrorClass::RateLimited {
             ctx.provider.on_rate_limited(error.retry_after);
@@ -582,13 +583,13 @@ impl Worker {
         ctx: &RunContext,
         id: TrialId,
         tally: &Tally,
-        class: &str,
+        class: ErrorClass,
         message: String,
         failed: Failed,
     ) -> Result<bool, RunnerError> {
         runs::finish_trial(
             &mut *self.conn()?,
-            RunId(ctx.run.id),
+            ctx.run.id,
             id,
             &self.opts.owner,
             &tally.failed(ctx, class, message, failed.reply, failed.latency),
@@ -682,7 +683,7 @@ impl Tally {
         done: bool,
         raw_reply: Option<String>,
         scores: Option<String>,
-        error: Option<(&str, String)>,
+        error: Option<(ErrorClass, String)>,
         latency_ms: Option<i64>,
     ) -> TrialOutcome {
         let config = &ctx.provider.config;
@@ -697,7 +698,7 @@ impl Tally {
             _ => None,
         };
         let (error_class, error) = match error {
-            Some((c, m)) => (Some(c.to_owned()), Some(m)),
+            Some((c, m)) => (Some(c), Some(m)),
             None => (None, None),
         };
         TrialOutcome {
@@ -718,7 +719,7 @@ impl Tally {
     fn failed(
         &self,
         ctx: &RunContext,
-        class: &str,
+        class: ErrorClass,
         message: String,
         reply: Option<String>,
         latency: i64,

@@ -9,9 +9,10 @@ use diesel::prelude::*;
 
 use super::columns::corrupt_row;
 use super::schema::{participants, responses};
-use super::{DbConnection, StoreError, now};
+use super::{DbConnection, ParticipantId, SituationId, StoreError, StudyId, now};
 use crate::domain::measure::Measure;
-use crate::domain::survey::{Page, ParticipantStatus};
+use crate::domain::split::Side;
+use crate::domain::survey::{Page, PageEvent, ParticipantStatus};
 
 /// A participant who finished, with both measures in canonical item order.
 #[derive(Debug, Clone)]
@@ -20,7 +21,7 @@ pub struct NewCompleted {
     pub prolific_pid: Option<String>,
     pub source_ref: Option<String>,
     pub imported: bool,
-    pub situation_id: Option<i64>,
+    pub situation_id: Option<SituationId>,
     /// JSON object.
     pub demographics: Option<String>,
     pub default_answers: Vec<i32>,
@@ -37,7 +38,7 @@ const RESPONSE_CHUNK: usize = 2000;
 /// Inserts completed participants and their answers. Call inside a transaction.
 pub fn insert_completed(
     conn: &mut DbConnection,
-    study_id: i64,
+    study_id: StudyId,
     people: &[NewCompleted],
 ) -> Result<usize, StoreError> {
     let t = now();
@@ -70,11 +71,11 @@ pub fn insert_completed(
             DbConnection::Postgresql(c) => insert.execute(c)?,
             DbConnection::Sqlite(c) => insert.execute(c)?,
         };
-        let ids: HashMap<String, i64> = participants::table
+        let ids: HashMap<String, ParticipantId> = participants::table
             .filter(participants::study_id.eq(study_id))
             .filter(participants::public_id.eq_any(chunk.iter().map(|p| p.public_id.as_str())))
             .select((participants::public_id, participants::id))
-            .load::<(String, i64)>(conn)?
+            .load::<(String, ParticipantId)>(conn)?
             .into_iter()
             .collect();
         let mut answers = Vec::with_capacity(chunk.len() * 40);
@@ -111,7 +112,7 @@ pub fn insert_completed(
 }
 
 /// The `source_ref`s of a study's imported participants.
-pub fn imported_refs(conn: &mut DbConnection, study_id: i64) -> QueryResult<HashSet<String>> {
+pub fn imported_refs(conn: &mut DbConnection, study_id: StudyId) -> QueryResult<HashSet<String>> {
     Ok(participants::table
         .filter(participants::study_id.eq(study_id))
         .filter(participants::imported.eq(true))
@@ -133,13 +134,13 @@ pub enum StatusFilter {
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = participants)]
 pub struct ExportParticipant {
-    pub id: i64,
+    pub id: ParticipantId,
     pub public_id: String,
     pub prolific_pid: Option<String>,
     pub prolific_study_id: Option<String>,
     pub prolific_session_id: Option<String>,
     pub status: ParticipantStatus,
-    pub situation_id: Option<i64>,
+    pub situation_id: Option<SituationId>,
     pub demographics: Option<String>,
     pub flag_straightline: bool,
     pub flag_fast: bool,
@@ -154,9 +155,9 @@ pub struct ExportParticipant {
 /// long export holds one page in memory and never a long-running read transaction.
 pub fn page(
     conn: &mut DbConnection,
-    study_id: i64,
+    study_id: StudyId,
     filter: StatusFilter,
-    after: i64,
+    after: ParticipantId,
     limit: i64,
 ) -> QueryResult<Vec<ExportParticipant>> {
     let mut q = participants::table
@@ -179,7 +180,7 @@ pub fn page(
 /// One stored answer.
 #[derive(Debug, Clone, Queryable)]
 pub struct Answer {
-    pub participant_id: i64,
+    pub participant_id: ParticipantId,
     pub phase: Measure,
     pub item_number: i32,
     pub value: i32,
@@ -188,7 +189,7 @@ pub struct Answer {
 }
 
 /// The answers of some participants, by participant, phase and item.
-pub fn answers_of(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<Vec<Answer>> {
+pub fn answers_of(conn: &mut DbConnection, ids: &[ParticipantId]) -> QueryResult<Vec<Answer>> {
     responses::table
         .filter(responses::participant_id.eq_any(ids))
         .order((
@@ -212,11 +213,14 @@ pub fn answers_of(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<Vec<Answe
 }
 
 /// Seconds between first showing and first submitting the situation page, per participant.
-pub fn situation_seconds(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<HashMap<i64, i64>> {
+pub fn situation_seconds(
+    conn: &mut DbConnection,
+    ids: &[ParticipantId],
+) -> QueryResult<HashMap<ParticipantId, i64>> {
     use super::schema::page_events;
-    let rows: Vec<(i64, String, NaiveDateTime)> = page_events::table
+    let rows: Vec<(ParticipantId, PageEvent, NaiveDateTime)> = page_events::table
         .filter(page_events::participant_id.eq_any(ids))
-        .filter(page_events::page.eq(Page::Situation.as_str()))
+        .filter(page_events::page.eq(Page::Situation))
         .order((page_events::participant_id, page_events::at))
         .select((
             page_events::participant_id,
@@ -224,19 +228,18 @@ pub fn situation_seconds(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<Ha
             page_events::at,
         ))
         .load(conn)?;
-    let mut shown: HashMap<i64, NaiveDateTime> = HashMap::new();
+    let mut shown: HashMap<ParticipantId, NaiveDateTime> = HashMap::new();
     let mut out = HashMap::new();
     for (p, event, at) in rows {
-        match event.as_str() {
-            "shown" => {
+        match event {
+            PageEvent::Shown => {
                 shown.entry(p).or_insert(at);
             }
-            "submitted" => {
+            PageEvent::Submitted => {
                 if let Some(s) = shown.get(&p) {
                     out.entry(p).or_insert((at - *s).num_seconds());
                 }
             }
-            _ => {}
         }
     }
     Ok(out)
@@ -245,8 +248,8 @@ pub fn situation_seconds(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<Ha
 /// Completed participants of a study with their situation key (the split's strata), by id.
 pub fn completed_strata(
     conn: &mut DbConnection,
-    study_id: i64,
-) -> QueryResult<Vec<(i64, Option<String>)>> {
+    study_id: StudyId,
+) -> QueryResult<Vec<(ParticipantId, Option<String>)>> {
     use super::schema::situations;
     participants::table
         .left_join(situations::table)
@@ -261,24 +264,21 @@ pub fn completed_strata(
 /// participant. Call inside a transaction.
 pub fn record_split(
     conn: &mut DbConnection,
-    study_id: i64,
-    assignment: &[(i64, crate::domain::split::Side)],
+    study_id: StudyId,
+    assignment: &[(ParticipantId, Side)],
 ) -> QueryResult<()> {
     diesel::update(participants::table.filter(participants::study_id.eq(study_id)))
-        .set(participants::split.eq(None::<String>))
+        .set(participants::split.eq(None::<Side>))
         .execute(conn)?;
-    for side in [
-        crate::domain::split::Side::Train,
-        crate::domain::split::Side::Test,
-    ] {
-        let ids: Vec<i64> = assignment
+    for side in [Side::Train, Side::Test] {
+        let ids: Vec<ParticipantId> = assignment
             .iter()
             .filter(|(_, s)| *s == side)
             .map(|(id, _)| *id)
             .collect();
         for chunk in ids.chunks(PARTICIPANT_CHUNK) {
             diesel::update(participants::table.filter(participants::id.eq_any(chunk)))
-                .set(participants::split.eq(side.as_str()))
+                .set(participants::split.eq(side))
                 .execute(conn)?;
         }
     }
@@ -288,7 +288,7 @@ pub fn record_split(
 /// A participant on one side of a split, with the situation they imagined.
 #[derive(Debug, Clone, Queryable)]
 pub struct SplitMember {
-    pub id: i64,
+    pub id: ParticipantId,
     pub public_id: String,
     pub source_ref: Option<String>,
     pub situation_key: Option<String>,
@@ -298,8 +298,8 @@ pub struct SplitMember {
 /// The completed participants of a study on one side (`train`/`test`) of its split, by id.
 pub fn split_members(
     conn: &mut DbConnection,
-    study_id: i64,
-    side: &str,
+    study_id: StudyId,
+    side: Side,
 ) -> QueryResult<Vec<SplitMember>> {
     use super::schema::situations;
     participants::table

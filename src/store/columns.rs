@@ -17,9 +17,10 @@ use diesel::sqlite::Sqlite;
 use super::db::MultiBackend;
 use crate::domain::account::Role;
 use crate::domain::measure::Measure;
-use crate::domain::run::{RunParams, RunStatus, TrialStatus};
+use crate::domain::run::{ErrorClass, RunManifest, RunStatus, TrialStatus};
+use crate::domain::split::Side;
 use crate::domain::study::StudyStatus;
-use crate::domain::survey::{Page, ParticipantStatus};
+use crate::domain::survey::{Page, PageEvent, ParticipantStatus};
 
 /// A stored value that does not decode: which type it should have been, and what it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +69,9 @@ text_enum! {
     RunStatus => RunStatusProxy, "run status";
     TrialStatus => TrialStatusProxy, "trial status";
     Role => RoleProxy, "account role";
+    Side => SideProxy, "split side";
+    PageEvent => PageEventProxy, "page event";
+    ErrorClass => ErrorClassProxy, "error class";
 }
 
 /// A value stored as JSON text.
@@ -90,7 +94,7 @@ impl JsonValue for Vec<String> {
     const WHAT: &'static str = "list of names";
 }
 
-impl JsonValue for RunParams {
+impl JsonValue for Option<RunManifest> {
     const WHAT: &'static str = "run parameters";
 }
 
@@ -158,16 +162,21 @@ impl<T: JsonValue> ToSql<Text, MultiBackend> for Json<T> {
 /// The columns of a table that hold a typed value, with the type's name as [`BadValue`]
 /// gives it: which column a decoding error came from.
 fn column_of(table: &str, what: &str) -> &'static str {
+    use super::schema::{model_runs, model_trials, studies};
+    use diesel::Column;
     match (table, what) {
         (_, "study status" | "participant status" | "run status" | "trial status") => "status",
         ("page_events" | "participants", "survey page") => "page",
+        ("page_events", "page event") => "event",
+        ("participants", "split side") => "split",
         ("responses", "measure") => "phase",
         (_, "measure") => "measure",
         (_, "error class") => "error_class",
-        ("studies", "list of names") => "demographics",
-        ("model_runs", "run parameters") => "params",
-        ("model_trials", "item order") => "item_order",
-        ("model_trials", "score list") => "scores",
+        (_, "account role") => "role",
+        ("studies", "list of names") => studies::demographics::NAME,
+        ("model_runs", "run parameters") => model_runs::params::NAME,
+        ("model_trials", "item order") => model_trials::item_order::NAME,
+        ("model_trials", "score list") => model_trials::scores::NAME,
         ("participants", "item order") => "order_default or order_evoked",
         _ => "unknown",
     }

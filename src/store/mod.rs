@@ -78,14 +78,48 @@ pub fn now() -> NaiveDateTime {
     Utc::now().naive_utc()
 }
 
+/// Row ids: one newtype per table, stored as `BigInt` on both backends, so a participant's id
+/// cannot be passed where a study's is expected. The SQL mapping is generic over the backend
+/// (as the text enums' in `columns`), which covers SQLite, Postgres and the `MultiConnection`.
 macro_rules! id_type {
     ($($(#[$m:meta])* $name:ident),* $(,)?) => {$(
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize,
+            serde::Deserialize, diesel::expression::AsExpression, diesel::deserialize::FromSqlRow,
+        )]
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
         #[serde(transparent)]
         pub struct $name(pub i64);
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { self.0.fmt(f) }
+        }
+        /// As typed on a command line or in a URL: the number.
+        impl std::str::FromStr for $name {
+            type Err = std::num::ParseIntError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> { s.trim().parse().map($name) }
+        }
+        impl<DB: diesel::backend::Backend> diesel::serialize::ToSql<diesel::sql_types::BigInt, DB>
+            for $name
+        where
+            i64: diesel::serialize::ToSql<diesel::sql_types::BigInt, DB>,
+        {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut diesel::serialize::Output<'b, '_, DB>,
+            ) -> diesel::serialize::Result {
+                <i64 as diesel::serialize::ToSql<diesel::sql_types::BigInt, DB>>::to_sql(&self.0, out)
+            }
+        }
+        impl<DB: diesel::backend::Backend>
+            diesel::deserialize::FromSql<diesel::sql_types::BigInt, DB> for $name
+        where
+            i64: diesel::deserialize::FromSql<diesel::sql_types::BigInt, DB>,
+        {
+            fn from_sql(bytes: DB::RawValue<'_>) -> diesel::deserialize::Result<Self> {
+                <i64 as diesel::deserialize::FromSql<diesel::sql_types::BigInt, DB>>::from_sql(bytes)
+                    .map($name)
+            }
         }
     )*};
 }
@@ -99,8 +133,12 @@ id_type!(
     InstrumentId,
     /// A row of `studies`.
     StudyId,
+    /// A row of `participants`.
+    ParticipantId,
     /// A row of `users`.
     UserId,
+    /// A row of `sessions`.
+    SessionId,
     /// A row of `model_runs`.
     RunId,
     /// A row of `model_trials`.

@@ -3,36 +3,36 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
+use super::columns::{ItemOrder, Json, Scores};
 use super::schema::{model_runs, model_trials};
-use super::{DbConnection, StoreError, now};
-use crate::domain::run::{RunStatus, TrialStatus};
-
-/// The error class of an imported answer that is not a score list: the reply did not parse
-/// (`llm::client::ErrorClass::Parse`, which the store cannot name without importing `llm`).
-const PARSE: &str = "parse";
+use super::{
+    DbConnection, InstrumentId, RunId, SituationId, SituationSetId, StoreError, StudyId, now,
+};
+use crate::domain::measure::Measure;
+use crate::domain::run::{ErrorClass, RunStatus, TrialStatus};
 
 /// A trial to store for an imported run.
 #[derive(Debug, Clone)]
 pub struct NewImportedTrial {
-    pub measure: &'static str,
-    pub situation_id: Option<i64>,
+    pub measure: Measure,
+    pub situation_id: Option<SituationId>,
     pub situation_key: String,
     pub repeat_index: i32,
-    /// JSON permutation.
-    pub item_order: String,
+    /// Display position -> item number.
+    pub item_order: ItemOrder,
     pub request: String,
     pub raw_reply: String,
-    /// Ok(JSON scores) or Err(parse error).
-    pub scores: Result<String, String>,
+    /// Ok(scores) or Err(parse error).
+    pub scores: Result<Scores, String>,
 }
 
 /// The description of an imported run.
 #[derive(Debug, Clone)]
 pub struct NewImportedRun<'a> {
-    pub study_id: i64,
+    pub study_id: StudyId,
     pub model: &'a str,
-    pub instrument_id: i64,
-    pub situation_set_id: Option<i64>,
+    pub instrument_id: InstrumentId,
+    pub situation_set_id: Option<SituationSetId>,
     /// JSON: where it came from.
     pub selection: String,
     pub repeats: i32,
@@ -42,10 +42,10 @@ pub struct NewImportedRun<'a> {
 /// Ids of a study's imported runs of `model` on an instrument.
 pub fn imported_runs(
     conn: &mut DbConnection,
-    study_id: i64,
+    study_id: StudyId,
     model: &str,
-    instrument_id: i64,
-) -> QueryResult<Vec<i64>> {
+    instrument_id: InstrumentId,
+) -> QueryResult<Vec<RunId>> {
     model_runs::table
         .filter(model_runs::study_id.eq(study_id))
         .filter(model_runs::model.eq(model))
@@ -56,7 +56,7 @@ pub fn imported_runs(
 }
 
 /// Deletes runs (their trials go with them).
-pub fn delete_runs(conn: &mut DbConnection, ids: &[i64]) -> QueryResult<usize> {
+pub fn delete_runs(conn: &mut DbConnection, ids: &[RunId]) -> QueryResult<usize> {
     diesel::delete(model_trials::table.filter(model_trials::run_id.eq_any(ids))).execute(conn)?;
     diesel::delete(model_runs::table.filter(model_runs::id.eq_any(ids))).execute(conn)
 }
@@ -66,7 +66,7 @@ pub fn insert_imported(
     conn: &mut DbConnection,
     run: &NewImportedRun<'_>,
     trials: &[NewImportedTrial],
-) -> Result<i64, StoreError> {
+) -> Result<RunId, StoreError> {
     let t = now();
     let id = diesel::insert_into(model_runs::table)
         .values((
@@ -77,7 +77,7 @@ pub fn insert_imported(
                 model_runs::instrument_id.eq(run.instrument_id),
                 model_runs::situation_set_id.eq(run.situation_set_id),
                 model_runs::template.eq("eb-code"),
-                model_runs::params.eq("{}"),
+                model_runs::params.eq(Json(None::<crate::domain::run::RunManifest>)),
                 model_runs::selection.eq(&run.selection),
                 model_runs::repeats.eq(run.repeats),
                 model_runs::default_repeats.eq(run.default_repeats),
@@ -93,14 +93,19 @@ pub fn insert_imported(
             ),
         ))
         .returning(model_runs::id)
-        .get_result::<i64>(conn)?;
+        .get_result::<RunId>(conn)?;
     for chunk in trials.chunks(500) {
         let rows: Vec<_> = chunk
             .iter()
             .map(|tr| {
                 let (status, scores, class, error) = match &tr.scores {
-                    Ok(s) => (TrialStatus::Done, Some(s.as_str()), None, None),
-                    Err(e) => (TrialStatus::Failed, None, Some(PARSE), Some(e.as_str())),
+                    Ok(s) => (TrialStatus::Done, Some(s), None, None),
+                    Err(e) => (
+                        TrialStatus::Failed,
+                        None,
+                        Some(ErrorClass::Parse),
+                        Some(e.as_str()),
+                    ),
                 };
                 (
                     (
@@ -136,7 +141,10 @@ pub fn insert_imported(
 }
 
 /// Trial counts of a run: (measure, status, count).
-pub fn trial_counts(conn: &mut DbConnection, run: i64) -> QueryResult<Vec<(String, String, i64)>> {
+pub fn trial_counts(
+    conn: &mut DbConnection,
+    run: RunId,
+) -> QueryResult<Vec<(Measure, TrialStatus, i64)>> {
     model_trials::table
         .filter(model_trials::run_id.eq(run))
         .group_by((model_trials::measure, model_trials::status))

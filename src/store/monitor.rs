@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use super::columns::corrupt_row;
 use super::schema::{emotions, factors, participants, situations};
 use super::studies::Study;
-use super::{DbConnection, now};
+use super::{DbConnection, ParticipantId, now};
 use crate::domain::survey::ParticipantStatus;
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -43,7 +43,7 @@ pub struct FactorProgress {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Completion {
-    pub id: i64,
+    pub id: ParticipantId,
     pub prolific_pid: Option<String>,
     pub situation: Option<String>,
     pub completed_at: NaiveDateTime,
@@ -242,7 +242,7 @@ fn latest_completions(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec
             participants::flag_failed_check,
         ))
         .load::<(
-            i64,
+            ParticipantId,
             Option<String>,
             Option<String>,
             NaiveDateTime,

@@ -17,23 +17,23 @@ use super::schema::{
     attention_checks, page_events, participants, responses, situation_counts, situations,
 };
 use super::studies::Study;
-use super::{DbConnection, StoreError, now};
+use super::{DbConnection, ParticipantId, SituationId, StoreError, StudyId, now};
 use crate::domain::assignment::{self, Assignment, Cell};
 use crate::domain::measure::Measure;
-use crate::domain::survey::{Outcome, Page, ParticipantStatus};
+use crate::domain::survey::{Outcome, Page, PageEvent, ParticipantStatus};
 
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
 #[diesel(table_name = participants)]
 pub struct Participant {
-    pub id: i64,
-    pub study_id: i64,
+    pub id: ParticipantId,
+    pub study_id: StudyId,
     pub public_id: String,
     pub prolific_pid: Option<String>,
     pub prolific_study_id: Option<String>,
     pub prolific_session_id: Option<String>,
     pub status: ParticipantStatus,
     pub page: Page,
-    pub situation_id: Option<i64>,
+    pub situation_id: Option<SituationId>,
     pub assignment: Option<String>,
     pub reserved_until: Option<NaiveDateTime>,
     pub order_default: Option<ItemOrder>,
@@ -79,7 +79,7 @@ pub struct Arrival {
 
 pub fn by_public_id(
     conn: &mut DbConnection,
-    study_id: i64,
+    study_id: StudyId,
     public_id: &str,
 ) -> QueryResult<Option<Participant>> {
     let query = participants::table
@@ -96,7 +96,7 @@ pub fn by_public_id(
 
 pub fn by_pid(
     conn: &mut DbConnection,
-    study_id: i64,
+    study_id: StudyId,
     pid: &str,
 ) -> QueryResult<Option<Participant>> {
     let query = participants::table
@@ -111,7 +111,7 @@ pub fn by_pid(
     })
 }
 
-pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Participant> {
+pub fn get(conn: &mut DbConnection, id: ParticipantId) -> QueryResult<Participant> {
     let query = participants::table.find(id);
     per_backend!(conn, |c| query
         .select(Participant::as_select())
@@ -124,7 +124,7 @@ pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Participant> {
 fn decoded<T>(
     conn: &mut DbConnection,
     found: QueryResult<T>,
-    id_of: impl FnOnce(&mut DbConnection) -> QueryResult<i64>,
+    id_of: impl FnOnce(&mut DbConnection) -> QueryResult<ParticipantId>,
 ) -> QueryResult<T> {
     match found {
         Err(e @ diesel::result::Error::DeserializationError(_)) => {
@@ -144,7 +144,7 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
     let ids = situations::table
         .filter(situations::set_id.eq(set))
         .select(situations::id);
-    let ids: Vec<i64> = per_backend!(conn, |c| ids.load(c))?;
+    let ids: Vec<SituationId> = per_backend!(conn, |c| ids.load(c))?;
     // Kept by triggers (migration `situation_counts`): one row per situation, however many
     // participants the study has.
     let completed = situation_counts::table
@@ -153,15 +153,15 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
             situation_counts::situation_id.nullable(),
             situation_counts::completed,
         ));
-    let completed: Vec<(Option<i64>, i64)> = per_backend!(conn, |c| completed.load(c))?;
+    let completed: Vec<(Option<SituationId>, i64)> = per_backend!(conn, |c| completed.load(c))?;
     let active = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::status.eq(ParticipantStatus::Active))
         .filter(participants::reserved_until.gt(at))
         .group_by(participants::situation_id)
         .select((participants::situation_id, diesel::dsl::count_star()));
-    let active: Vec<(Option<i64>, i64)> = per_backend!(conn, |c| active.load(c))?;
-    let get = |v: &[(Option<i64>, i64)], id: i64| {
+    let active: Vec<(Option<SituationId>, i64)> = per_backend!(conn, |c| active.load(c))?;
+    let get = |v: &[(Option<SituationId>, i64)], id: SituationId| {
         v.iter()
             .find(|(s, _)| *s == Some(id))
             .map_or(0, |(_, c)| u32::try_from(*c).unwrap_or(u32::MAX))
@@ -169,7 +169,7 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
     Ok(ids
         .into_iter()
         .map(|id| Cell {
-            situation_id: id,
+            situation_id: id.0,
             completed: get(&completed, id),
             active: get(&active, id),
         })
@@ -209,7 +209,7 @@ pub fn create(
             participants::updated_at.eq(t),
         ))
         .returning(participants::id);
-    let inserted: QueryResult<i64> = per_backend!(conn, |c| insert.get_result(c));
+    let inserted: QueryResult<ParticipantId> = per_backend!(conn, |c| insert.get_result(c));
     match inserted {
         Ok(id) => Ok(get(conn, id)?),
         Err(diesel::result::Error::DatabaseError(
@@ -226,9 +226,9 @@ pub fn create(
 
 pub fn record_event(
     conn: &mut DbConnection,
-    participant: i64,
+    participant: ParticipantId,
     page: Page,
-    event: &str,
+    event: PageEvent,
 ) -> QueryResult<()> {
     record_event_at(conn, participant, page, event, now())
 }
@@ -237,9 +237,9 @@ pub fn record_event(
 /// the same time as the writes it makes, e.g. `completed_at`).
 fn record_event_at(
     conn: &mut DbConnection,
-    participant: i64,
+    participant: ParticipantId,
     page: Page,
-    event: &str,
+    event: PageEvent,
     at: NaiveDateTime,
 ) -> QueryResult<()> {
     let insert = diesel::insert_into(page_events::table).values((
@@ -257,7 +257,7 @@ fn record_event_at(
 /// the situation's text. `None` when there is no such participant.
 pub fn open_page(
     conn: &mut DbConnection,
-    study_id: i64,
+    study_id: StudyId,
     public_id: &str,
     requested: Option<Page>,
 ) -> QueryResult<Option<(Participant, Option<String>)>> {
@@ -268,7 +268,7 @@ pub fn open_page(
     let mut text = None;
     if requested == Some(current) {
         if !current.is_terminal() {
-            record_event(conn, p.id, current, "shown")?;
+            record_event(conn, p.id, current, PageEvent::Shown)?;
         }
         if current == Page::Situation {
             text = situation_of(conn, &p)?.map(|(_, text)| text);
@@ -280,13 +280,13 @@ pub fn open_page(
 /// When the participant was first shown a page.
 pub fn first_shown(
     conn: &mut DbConnection,
-    participant: i64,
+    participant: ParticipantId,
     page: Page,
 ) -> QueryResult<Option<NaiveDateTime>> {
     page_events::table
         .filter(page_events::participant_id.eq(participant))
         .filter(page_events::page.eq(page))
-        .filter(page_events::event.eq("shown"))
+        .filter(page_events::event.eq(PageEvent::Shown))
         .select(diesel::dsl::min(page_events::at))
         .get_result(conn)
 }
@@ -330,7 +330,7 @@ pub enum Submitted {
 pub fn submit(
     conn: &mut DbConnection,
     study: &Study,
-    participant: i64,
+    participant: ParticipantId,
     from: Page,
     to: Page,
     effect: Effect,
@@ -341,7 +341,7 @@ pub fn submit(
 fn submit_in_tx(
     conn: &mut DbConnection,
     study: &Study,
-    participant: i64,
+    participant: ParticipantId,
     from: Page,
     to: Page,
     effect: Effect,
@@ -352,8 +352,8 @@ fn submit_in_tx(
     // SQLite this UPDATE also takes the write lock, serialising the rest of the transaction.
     let moved = hot::MovePage {
         id: participant,
-        from: from.as_str(),
-        to: to.as_str(),
+        from,
+        to,
         at: t,
         reserve,
     }
@@ -361,7 +361,7 @@ fn submit_in_tx(
     if moved == 0 {
         return Ok(Submitted::Stale);
     }
-    record_event_at(conn, participant, from, "submitted", t)?;
+    record_event_at(conn, participant, from, PageEvent::Submitted, t)?;
     let mut result = Submitted::Moved;
     match effect {
         Effect::Consent => {
@@ -374,14 +374,14 @@ fn submit_in_tx(
             }
             let cells = cells(conn, study, t)?;
             let target = u32::try_from(study.target_per_situation).ok();
-            let seed = assignment::mix_seed(study.seed as u64, participant as u64);
+            let seed = assignment::mix_seed(study.seed as u64, participant.0 as u64);
             match assignment::assign(&cells, target, seed) {
                 Assignment::Assigned(draw) => {
                     let record = serde_json::to_string(&draw)
                         .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
                     hot::Assign {
                         id: participant,
-                        situation: draw.situation_id,
+                        situation: SituationId(draw.situation_id),
                         record,
                     }
                     .execute(conn)?;
@@ -473,7 +473,7 @@ fn submit_in_tx(
             });
             hot::Complete {
                 id: participant,
-                status: Outcome::Completed.status().as_str(),
+                status: Outcome::Completed.status(),
                 at: t,
                 straight,
             }
@@ -494,17 +494,17 @@ mod hot {
     use diesel::sql_types::{BigInt, Bool, Text, Timestamp};
     use diesel::{QueryResult, RunQueryDsl};
 
-    use crate::domain::survey::ParticipantStatus;
-    use crate::store::DbConnection;
+    use crate::domain::survey::{Page, ParticipantStatus};
     use crate::store::db::MultiBackend;
+    use crate::store::{DbConnection, ParticipantId, SituationId};
 
     /// The submit guard: moves the participant from `from` to `to` only while still active on
     /// `from` (0 rows: a double submit or another tab got there first).
     #[derive(QueryId)]
     pub struct MovePage {
-        pub id: i64,
-        pub from: &'static str,
-        pub to: &'static str,
+        pub id: ParticipantId,
+        pub from: Page,
+        pub to: Page,
         pub at: NaiveDateTime,
         pub reserve: NaiveDateTime,
     }
@@ -512,7 +512,7 @@ mod hot {
     impl QueryFragment<MultiBackend> for MovePage {
         fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
             out.push_sql("UPDATE participants SET page = ");
-            out.push_bind_param::<Text, _>(self.to)?;
+            out.push_bind_param::<Text, _>(&self.to)?;
             out.push_sql(", updated_at = ");
             out.push_bind_param::<Timestamp, _>(&self.at)?;
             out.push_sql(", reserved_until = ");
@@ -520,9 +520,9 @@ mod hot {
             out.push_sql(" WHERE id = ");
             out.push_bind_param::<BigInt, _>(&self.id)?;
             out.push_sql(" AND page = ");
-            out.push_bind_param::<Text, _>(self.from)?;
+            out.push_bind_param::<Text, _>(&self.from)?;
             out.push_sql(" AND status = ");
-            out.push_bind_param::<Text, _>(ParticipantStatus::Active.as_str())?;
+            out.push_bind_param::<Text, _>(&ParticipantStatus::Active)?;
             Ok(())
         }
     }
@@ -532,8 +532,8 @@ mod hot {
     /// The situation drawn at consent, with the record of the draw.
     #[derive(QueryId)]
     pub struct Assign {
-        pub id: i64,
-        pub situation: i64,
+        pub id: ParticipantId,
+        pub situation: SituationId,
         pub record: String,
     }
 
@@ -554,7 +554,7 @@ mod hot {
     /// The demographic answers, as a JSON object.
     #[derive(QueryId)]
     pub struct Demographics {
-        pub id: i64,
+        pub id: ParticipantId,
         pub json: String,
     }
 
@@ -573,8 +573,8 @@ mod hot {
     /// Completion: status, time, no more reservation, the straight-lining flag.
     #[derive(QueryId)]
     pub struct Complete {
-        pub id: i64,
-        pub status: &'static str,
+        pub id: ParticipantId,
+        pub status: ParticipantStatus,
         pub at: NaiveDateTime,
         pub straight: bool,
     }
@@ -582,7 +582,7 @@ mod hot {
     impl QueryFragment<MultiBackend> for Complete {
         fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
             out.push_sql("UPDATE participants SET status = ");
-            out.push_bind_param::<Text, _>(self.status)?;
+            out.push_bind_param::<Text, _>(&self.status)?;
             out.push_sql(", completed_at = ");
             out.push_bind_param::<Timestamp, _>(&self.at)?;
             out.push_sql(", reserved_until = NULL, flag_straightline = ");
@@ -598,7 +598,7 @@ mod hot {
 
 fn end(
     conn: &mut DbConnection,
-    participant: i64,
+    participant: ParticipantId,
     outcome: Outcome,
     t: NaiveDateTime,
 ) -> QueryResult<()> {
@@ -618,7 +618,7 @@ fn end(
     Ok(())
 }
 
-fn delete_answers(conn: &mut DbConnection, participant: i64) -> QueryResult<()> {
+fn delete_answers(conn: &mut DbConnection, participant: ParticipantId) -> QueryResult<()> {
     diesel::delete(responses::table.filter(responses::participant_id.eq(participant)))
         .execute(conn)?;
     diesel::delete(
@@ -632,7 +632,7 @@ fn delete_answers(conn: &mut DbConnection, participant: i64) -> QueryResult<()> 
 
 /// Withdraws a participant: deletes every answer, the demographics and the timings. The row
 /// stays (status `withdrawn`) so the same Prolific id returning is not counted as new.
-pub fn withdraw(conn: &mut DbConnection, participant: i64) -> Result<(), StoreError> {
+pub fn withdraw(conn: &mut DbConnection, participant: ParticipantId) -> Result<(), StoreError> {
     conn.transaction(|conn| {
         delete_answers(conn, participant)?;
         diesel::update(participants::table.find(participant))
@@ -649,7 +649,10 @@ pub fn withdraw(conn: &mut DbConnection, participant: i64) -> Result<(), StoreEr
 }
 
 /// Stored answers of a participant: (phase, item, value), for tests and exports.
-pub fn answers(conn: &mut DbConnection, participant: i64) -> QueryResult<Vec<(String, i32, i32)>> {
+pub fn answers(
+    conn: &mut DbConnection,
+    participant: ParticipantId,
+) -> QueryResult<Vec<(Measure, i32, i32)>> {
     responses::table
         .filter(responses::participant_id.eq(participant))
         .order((responses::phase, responses::item_number))
@@ -675,10 +678,12 @@ pub fn situation_of(
 
 /// Deletes one participant (by participant number or Prolific id) and, by cascade,
 /// everything they submitted.
-pub fn delete(conn: &mut DbConnection, study_id: i64, which: &str) -> QueryResult<usize> {
+pub fn delete(conn: &mut DbConnection, study_id: StudyId, which: &str) -> QueryResult<usize> {
     let by_study = participants::table.filter(participants::study_id.eq(study_id));
     match which.parse::<i64>() {
-        Ok(id) => diesel::delete(by_study.filter(participants::id.eq(id))).execute(conn),
+        Ok(id) => {
+            diesel::delete(by_study.filter(participants::id.eq(ParticipantId(id)))).execute(conn)
+        }
         Err(_) => {
             diesel::delete(by_study.filter(participants::prolific_pid.eq(which))).execute(conn)
         }

@@ -3,20 +3,22 @@
 
 use diesel::prelude::*;
 
-use super::DbConnection;
 use super::schema::{model_runs, model_trials, participants, responses};
+use super::{DbConnection, InstrumentId, ParticipantId, RunId, Scores, SituationId, StudyId};
+use crate::domain::measure::Measure;
 use crate::domain::run::TrialStatus;
+use crate::domain::split::Side;
 use crate::domain::survey::ParticipantStatus;
 
 /// One answer of a completed participant: participant, situation, phase, item, value.
-pub type AnswerRow = (i64, Option<i64>, String, i32, i32);
+pub type AnswerRow = (ParticipantId, Option<SituationId>, Measure, i32, i32);
 
 /// The answers of a study's completed participants (only those on `split`'s side when given),
 /// by participant, phase and item.
 pub fn completed_answers(
     conn: &mut DbConnection,
-    study_id: i64,
-    split: Option<&str>,
+    study_id: StudyId,
+    split: Option<Side>,
 ) -> QueryResult<Vec<AnswerRow>> {
     let mut query = responses::table
         .inner_join(participants::table)
@@ -43,7 +45,7 @@ pub fn completed_answers(
 }
 
 /// Whether any participant of the study is on a side of a split.
-pub fn has_split(conn: &mut DbConnection, study_id: i64) -> QueryResult<bool> {
+pub fn has_split(conn: &mut DbConnection, study_id: StudyId) -> QueryResult<bool> {
     diesel::select(diesel::dsl::exists(
         participants::table
             .filter(participants::study_id.eq(study_id))
@@ -55,8 +57,8 @@ pub fn has_split(conn: &mut DbConnection, study_id: i64) -> QueryResult<bool> {
 /// The names of the models with runs on an instrument in a study, sorted.
 pub fn models(
     conn: &mut DbConnection,
-    study_id: i64,
-    instrument_id: i64,
+    study_id: StudyId,
+    instrument_id: InstrumentId,
 ) -> QueryResult<Vec<String>> {
     model_runs::table
         .filter(model_runs::study_id.eq(study_id))
@@ -73,27 +75,27 @@ pub enum TrialFilter {
     /// Every run of these models.
     Models(Vec<String>),
     /// These runs.
-    Runs(Vec<i64>),
+    Runs(Vec<RunId>),
 }
 
 /// One finished trial.
 #[derive(Debug, Clone, Queryable)]
 pub struct TrialRow {
-    pub run_id: i64,
+    pub run_id: RunId,
     pub model: String,
-    pub measure: String,
-    pub situation: Option<i64>,
-    pub status: String,
-    /// The answers as a JSON array, canonical item order.
-    pub scores: Option<String>,
+    pub measure: Measure,
+    pub situation: Option<SituationId>,
+    pub status: TrialStatus,
+    /// The answers, canonical item order.
+    pub scores: Option<Scores>,
 }
 
 /// The finished (`done` or `failed`) trials of a study's runs on an instrument, selected by
 /// `filter`.
 pub fn trials(
     conn: &mut DbConnection,
-    study_id: i64,
-    instrument_id: i64,
+    study_id: StudyId,
+    instrument_id: InstrumentId,
     filter: &TrialFilter,
 ) -> QueryResult<Vec<TrialRow>> {
     let mut query = model_trials::table

@@ -12,24 +12,30 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text, Timestamp};
 
-use super::columns::{ItemOrder, corrupt_row};
+use super::columns::{ItemOrder, Json, Scores, corrupt_row};
 use super::schema::{model_providers, model_runs, model_trials, trial_attempts};
-use super::{DbConnection, RunId, StoreError, TrialId, now};
+use super::{
+    DbConnection, InstrumentId, RunId, SituationId, SituationSetId, StoreError, StudyId, TrialId,
+    now,
+};
 use crate::config::ProviderConfig;
 pub use crate::domain::prompt::Measure;
-pub use crate::domain::run::{RunStatus, TrialStatus};
+pub use crate::domain::run::{ErrorClass, RunManifest, RunStatus, TrialStatus};
+
+/// The `model_runs.params` column.
+pub type RunParamsColumn = Json<Option<RunManifest>>;
 
 /// What a new run is; its trials come separately.
 #[derive(Debug, Clone)]
 pub struct NewRun {
-    pub study_id: Option<i64>,
+    pub study_id: Option<StudyId>,
     pub provider: String,
     pub model: String,
-    pub instrument_id: i64,
-    pub situation_set_id: Option<i64>,
+    pub instrument_id: InstrumentId,
+    pub situation_set_id: Option<SituationSetId>,
     pub template: String,
-    /// JSON of `domain::run::RunParams`.
-    pub params: String,
+    /// What was asked and what is sent (JSON).
+    pub params: RunParamsColumn,
     /// JSON of the situation selection.
     pub selection: String,
     pub repeats: i32,
@@ -41,7 +47,7 @@ pub struct NewRun {
 #[derive(Debug, Clone)]
 pub struct NewTrial {
     pub measure: Measure,
-    pub situation_id: Option<i64>,
+    pub situation_id: Option<SituationId>,
     pub situation_key: String,
     pub repeat: i32,
     /// Display position -> item number.
@@ -51,14 +57,15 @@ pub struct NewTrial {
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
 #[diesel(table_name = model_runs)]
 pub struct Run {
-    pub id: i64,
-    pub study_id: Option<i64>,
+    pub id: RunId,
+    pub study_id: Option<StudyId>,
     pub provider: String,
     pub model: String,
-    pub instrument_id: i64,
-    pub situation_set_id: Option<i64>,
+    pub instrument_id: InstrumentId,
+    pub situation_set_id: Option<SituationSetId>,
     pub template: String,
-    pub params: String,
+    /// `None` for an imported run: it sent no requests.
+    pub params: RunParamsColumn,
     pub selection: String,
     pub repeats: i32,
     pub default_repeats: i32,
@@ -83,10 +90,10 @@ impl Run {
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = model_trials)]
 pub struct Trial {
-    pub id: i64,
-    pub run_id: i64,
+    pub id: TrialId,
+    pub run_id: RunId,
     pub measure: Measure,
-    pub situation_id: Option<i64>,
+    pub situation_id: Option<SituationId>,
     pub situation_key: String,
     pub repeat_index: i32,
     pub status: TrialStatus,
@@ -98,17 +105,17 @@ pub struct Trial {
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
 #[diesel(table_name = model_trials)]
 pub struct TrialRecord {
-    pub id: i64,
+    pub id: TrialId,
     pub measure: Measure,
     pub situation_key: String,
     pub repeat_index: i32,
     pub status: TrialStatus,
     pub attempts: i32,
-    pub item_order: String,
+    pub item_order: ItemOrder,
     pub request: Option<String>,
     pub raw_reply: Option<String>,
-    pub scores: Option<String>,
-    pub error_class: Option<String>,
+    pub scores: Option<Scores>,
+    pub error_class: Option<ErrorClass>,
     pub error: Option<String>,
     pub latency_ms: Option<i64>,
     pub input_tokens: Option<i64>,
@@ -124,11 +131,11 @@ pub struct TrialRecord {
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
 #[diesel(table_name = trial_attempts)]
 pub struct AttemptRecord {
-    pub trial_id: i64,
+    pub trial_id: TrialId,
     pub attempt: i32,
     pub raw_reply: Option<String>,
     pub http_status: Option<i32>,
-    pub error_class: Option<String>,
+    pub error_class: Option<ErrorClass>,
     pub error: Option<String>,
     pub latency_ms: Option<i64>,
     pub input_tokens: Option<i64>,
@@ -230,7 +237,7 @@ pub fn create(
                 ),
             ))
             .returning(model_runs::id)
-            .get_result::<i64>(conn)?;
+            .get_result::<RunId>(conn)?;
         // Chunks keep each statement under SQLite's bound-parameter limit.
         for chunk in trials.chunks(500) {
             let rows: Vec<_> = chunk
@@ -256,13 +263,13 @@ pub fn create(
                 DbConnection::Sqlite(c) => insert.execute(c)?,
             };
         }
-        Ok(RunId(id))
+        Ok(id)
     })
 }
 
 pub fn get(conn: &mut DbConnection, id: RunId) -> QueryResult<Option<Run>> {
     model_runs::table
-        .find(id.0)
+        .find(id)
         .select(Run::as_select())
         .first(conn)
         .optional()
@@ -289,7 +296,7 @@ pub fn active(conn: &mut DbConnection) -> QueryResult<Vec<Run>> {
 pub fn progress(conn: &mut DbConnection, run: RunId) -> QueryResult<Progress> {
     // Summed in Rust: SUM(BIGINT) is NUMERIC on Postgres and INTEGER on SQLite.
     let rows = model_trials::table
-        .filter(model_trials::run_id.eq(run.0))
+        .filter(model_trials::run_id.eq(run))
         .select((
             model_trials::status,
             model_trials::input_tokens,
@@ -313,8 +320,8 @@ pub fn progress(conn: &mut DbConnection, run: RunId) -> QueryResult<Progress> {
     }
     p.parse_failures = trial_attempts::table
         .inner_join(model_trials::table)
-        .filter(model_trials::run_id.eq(run.0))
-        .filter(trial_attempts::error_class.eq("parse"))
+        .filter(model_trials::run_id.eq(run))
+        .filter(trial_attempts::error_class.eq(ErrorClass::Parse))
         .count()
         .get_result(conn)?;
     Ok(p)
@@ -376,7 +383,7 @@ pub fn resume(conn: &mut DbConnection, id: RunId) -> Result<Run, StoreError> {
         ],
         RunStatus::Queued,
     )?;
-    diesel::update(model_runs::table.find(id.0))
+    diesel::update(model_runs::table.find(id))
         .set(model_runs::error.eq(None::<String>))
         .execute(conn)?;
     complete_if_finished(conn, id)?;
@@ -394,7 +401,7 @@ fn transition(
         // Postgres: lock the row before reading it (SQLite holds the write lock already).
         if let DbConnection::Postgresql(c) = conn {
             model_runs::table
-                .find(id.0)
+                .find(id)
                 .select(model_runs::id)
                 .for_update()
                 .first::<i64>(c)
@@ -408,12 +415,12 @@ fn transition(
             return Err(refuse(&run, verb));
         }
         let t = now();
-        diesel::update(model_runs::table.find(id.0))
+        diesel::update(model_runs::table.find(id))
             .set((model_runs::status.eq(to), model_runs::updated_at.eq(t)))
             .execute(conn)?;
         if to == RunStatus::Queued && run.status == RunStatus::Running {
             // Resuming a running run changes nothing.
-            diesel::update(model_runs::table.find(id.0))
+            diesel::update(model_runs::table.find(id))
                 .set(model_runs::status.eq(RunStatus::Running))
                 .execute(conn)?;
         }
@@ -426,7 +433,7 @@ pub fn fail(conn: &mut DbConnection, id: RunId, message: &str) -> QueryResult<()
     let t = now();
     diesel::update(
         model_runs::table
-            .find(id.0)
+            .find(id)
             .filter(model_runs::status.eq_any([RunStatus::Queued, RunStatus::Running])),
     )
     .set((
@@ -442,7 +449,7 @@ pub fn fail(conn: &mut DbConnection, id: RunId, message: &str) -> QueryResult<()
 /// Marks the run completed when none of its trials is pending or leased.
 pub fn complete_if_finished(conn: &mut DbConnection, id: RunId) -> QueryResult<bool> {
     let open: i64 = model_trials::table
-        .filter(model_trials::run_id.eq(id.0))
+        .filter(model_trials::run_id.eq(id))
         .filter(model_trials::status.eq_any([TrialStatus::Pending, TrialStatus::Leased]))
         .count()
         .get_result(conn)?;
@@ -452,7 +459,7 @@ pub fn complete_if_finished(conn: &mut DbConnection, id: RunId) -> QueryResult<b
     let t = now();
     let n = diesel::update(
         model_runs::table
-            .find(id.0)
+            .find(id)
             .filter(model_runs::status.eq_any([RunStatus::Queued, RunStatus::Running])),
     )
     .set((
@@ -467,7 +474,7 @@ pub fn complete_if_finished(conn: &mut DbConnection, id: RunId) -> QueryResult<b
 #[derive(QueryableByName)]
 struct IdRow {
     #[diesel(sql_type = BigInt)]
-    id: i64,
+    id: TrialId,
 }
 
 fn lease_until(from: NaiveDateTime, lease: Duration) -> NaiveDateTime {
@@ -487,24 +494,28 @@ pub fn claim(
 ) -> Result<Vec<Trial>, StoreError> {
     let t = now();
     let until = lease_until(t, lease);
-    let ids: Vec<i64> = match conn {
+    let ids: Vec<TrialId> = match conn {
         DbConnection::Postgresql(c) => diesel::sql_query(
-            "UPDATE model_trials SET status = 'leased', lease_owner = $1, lease_expires_at = $2, \
+            "UPDATE model_trials SET status = $6, lease_owner = $1, lease_expires_at = $2, \
                  updated_at = $3, started_at = COALESCE(started_at, $3) \
              WHERE id IN ( \
                  SELECT id FROM model_trials \
                  WHERE run_id = $4 \
-                   AND (status = 'pending' OR (status = 'leased' AND lease_expires_at < $3)) \
+                   AND (status = $7 OR (status = $6 AND lease_expires_at < $3)) \
                    AND EXISTS (SELECT 1 FROM model_runs r WHERE r.id = $4 \
-                               AND r.status IN ('queued', 'running')) \
+                               AND r.status IN ($8, $9)) \
                  ORDER BY id LIMIT $5 FOR UPDATE SKIP LOCKED) \
              RETURNING id",
         )
         .bind::<Text, _>(owner)
         .bind::<Timestamp, _>(until)
         .bind::<Timestamp, _>(t)
-        .bind::<BigInt, _>(run.0)
+        .bind::<BigInt, _>(run)
         .bind::<BigInt, _>(n)
+        .bind::<Text, _>(TrialStatus::Leased)
+        .bind::<Text, _>(TrialStatus::Pending)
+        .bind::<Text, _>(RunStatus::Queued)
+        .bind::<Text, _>(RunStatus::Running)
         .load::<IdRow>(c)?
         .into_iter()
         .map(|r| r.id)
@@ -512,23 +523,26 @@ pub fn claim(
         DbConnection::Sqlite(c) => c
             .immediate_transaction(|c| {
                 diesel::sql_query(
-                    "UPDATE model_trials SET status = 'leased', lease_owner = ?, \
-                         lease_expires_at = ?, updated_at = ?, \
+                    "UPDATE model_trials SET status = ?1, lease_owner = ?2, \
+                         lease_expires_at = ?3, updated_at = ?4, \
                          started_at = COALESCE(started_at, updated_at) \
                      WHERE id IN ( \
                          SELECT id FROM model_trials \
-                         WHERE run_id = ? \
-                           AND (status = 'pending' OR (status = 'leased' AND lease_expires_at < ?)) \
+                         WHERE run_id = ?5 \
+                           AND (status = ?6 OR (status = ?1 AND lease_expires_at < ?4)) \
                            AND EXISTS (SELECT 1 FROM model_runs r WHERE r.id = run_id \
-                                       AND r.status IN ('queued', 'running')) \
-                         ORDER BY id LIMIT ?) \
+                                       AND r.status IN (?7, ?8)) \
+                         ORDER BY id LIMIT ?9) \
                      RETURNING id",
                 )
+                .bind::<Text, _>(TrialStatus::Leased)
                 .bind::<Text, _>(owner)
                 .bind::<Timestamp, _>(until)
                 .bind::<Timestamp, _>(t)
-                .bind::<BigInt, _>(run.0)
-                .bind::<Timestamp, _>(t)
+                .bind::<BigInt, _>(run)
+                .bind::<Text, _>(TrialStatus::Pending)
+                .bind::<Text, _>(RunStatus::Queued)
+                .bind::<Text, _>(RunStatus::Running)
                 .bind::<BigInt, _>(n)
                 .load::<IdRow>(c)
             })?
@@ -546,14 +560,14 @@ pub fn claim(
             .filter(trial_attempts::finished_at.is_null()),
     )
     .set((
-        trial_attempts::error_class.eq("abandoned"),
+        trial_attempts::error_class.eq(ErrorClass::Abandoned),
         trial_attempts::error.eq("the worker stopped before the reply was recorded"),
         trial_attempts::finished_at.eq(t),
     ))
     .execute(conn)?;
     diesel::update(
         model_runs::table
-            .find(run.0)
+            .find(run)
             .filter(model_runs::status.eq(RunStatus::Queued)),
     )
     .set((
@@ -573,7 +587,7 @@ pub fn claim(
 macro_rules! held {
     ($trial:expr, $owner:expr) => {
         model_trials::table
-            .find($trial.0)
+            .find($trial)
             .filter(model_trials::status.eq(TrialStatus::Leased))
             .filter(model_trials::lease_owner.eq($owner))
     };
@@ -603,7 +617,7 @@ pub fn start_attempt(
         if let Some(attempt) = attempt {
             diesel::insert_into(trial_attempts::table)
                 .values((
-                    trial_attempts::trial_id.eq(trial.0),
+                    trial_attempts::trial_id.eq(trial),
                     trial_attempts::attempt.eq(attempt),
                     trial_attempts::request.eq(request),
                     trial_attempts::started_at.eq(t),
@@ -633,7 +647,7 @@ pub fn renew(
 pub struct AttemptOutcome {
     pub raw_reply: Option<String>,
     pub http_status: Option<i32>,
-    pub error_class: Option<String>,
+    pub error_class: Option<ErrorClass>,
     pub error: Option<String>,
     pub latency_ms: Option<i64>,
     pub input_tokens: Option<i64>,
@@ -648,7 +662,7 @@ pub fn finish_attempt(
 ) -> QueryResult<()> {
     diesel::update(
         trial_attempts::table
-            .filter(trial_attempts::trial_id.eq(trial.0))
+            .filter(trial_attempts::trial_id.eq(trial))
             .filter(trial_attempts::attempt.eq(attempt)),
     )
     .set((
@@ -672,7 +686,7 @@ pub struct TrialOutcome {
     pub raw_reply: Option<String>,
     /// JSON item scores in canonical order (done trials).
     pub scores: Option<String>,
-    pub error_class: Option<String>,
+    pub error_class: Option<ErrorClass>,
     pub error: Option<String>,
     pub latency_ms: Option<i64>,
     pub input_tokens: Option<i64>,
@@ -733,7 +747,7 @@ pub fn release(
     conn: &mut DbConnection,
     trial: TrialId,
     owner: &str,
-    error: Option<(&str, &str)>,
+    error: Option<(ErrorClass, &str)>,
 ) -> QueryResult<bool> {
     let t = now();
     let n = diesel::update(held!(trial, owner))
@@ -745,7 +759,7 @@ pub fn release(
         ))
         .execute(conn)?;
     if let Some((class, message)) = error {
-        diesel::update(model_trials::table.find(trial.0))
+        diesel::update(model_trials::table.find(trial))
             .set((
                 model_trials::error_class.eq(class),
                 model_trials::error.eq(message),
@@ -758,7 +772,7 @@ pub fn release(
 /// Returns every trial this owner holds to the queue; marks its open attempts interrupted.
 pub fn release_all(conn: &mut DbConnection, owner: &str) -> QueryResult<usize> {
     let t = now();
-    let held: Vec<i64> = model_trials::table
+    let held: Vec<TrialId> = model_trials::table
         .filter(model_trials::status.eq(TrialStatus::Leased))
         .filter(model_trials::lease_owner.eq(owner))
         .select(model_trials::id)
@@ -769,7 +783,7 @@ pub fn release_all(conn: &mut DbConnection, owner: &str) -> QueryResult<usize> {
             .filter(trial_attempts::finished_at.is_null()),
     )
     .set((
-        trial_attempts::error_class.eq("interrupted"),
+        trial_attempts::error_class.eq(ErrorClass::Interrupted),
         trial_attempts::error.eq("the worker was stopped before the reply arrived"),
         trial_attempts::finished_at.eq(t),
     ))
@@ -792,7 +806,7 @@ pub fn release_all(conn: &mut DbConnection, owner: &str) -> QueryResult<usize> {
 /// The trials of a run in creation order.
 pub fn trials(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<TrialRecord>> {
     model_trials::table
-        .filter(model_trials::run_id.eq(run.0))
+        .filter(model_trials::run_id.eq(run))
         .order(model_trials::id)
         .select(TrialRecord::as_select())
         .load(conn)
@@ -802,7 +816,7 @@ pub fn trials(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<TrialRecor
 pub fn attempts(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<AttemptRecord>> {
     trial_attempts::table
         .inner_join(model_trials::table)
-        .filter(model_trials::run_id.eq(run.0))
+        .filter(model_trials::run_id.eq(run))
         .order((trial_attempts::trial_id, trial_attempts::attempt))
         .select(AttemptRecord::as_select())
         .load(conn)
@@ -811,7 +825,7 @@ pub fn attempts(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<AttemptR
 /// The latest finished trials of a run (done or failed), newest first, for the run page.
 pub fn latest(conn: &mut DbConnection, run: RunId, limit: i64) -> QueryResult<Vec<TrialRecord>> {
     model_trials::table
-        .filter(model_trials::run_id.eq(run.0))
+        .filter(model_trials::run_id.eq(run))
         .filter(model_trials::status.eq_any([TrialStatus::Done, TrialStatus::Failed]))
         .order(model_trials::finished_at.desc())
         .limit(limit)

@@ -42,8 +42,8 @@ impl Sources {
 #[diesel(table_name = studies, treat_none_as_null = true)]
 struct Settings<'a> {
     title: &'a str,
-    instrument_id: i64,
-    situation_set_id: Option<i64>,
+    instrument_id: InstrumentId,
+    situation_set_id: Option<SituationSetId>,
     consent_text: &'a str,
     debrief_text: &'a str,
     target_per_situation: i32,
@@ -68,8 +68,8 @@ fn settings<'a>(config: &'a StudyConfig, sources: Sources) -> Result<Settings<'a
     config.validate().map_err(StoreError::Conflict)?;
     Ok(Settings {
         title: &config.title,
-        instrument_id: sources.instrument.0,
-        situation_set_id: sources.set.map(|s| s.0),
+        instrument_id: sources.instrument,
+        situation_set_id: sources.set,
         consent_text: &config.consent_text,
         debrief_text: &config.debrief_text,
         target_per_situation: config.target_per_situation,
@@ -125,8 +125,8 @@ pub fn create(
             studies::opened_at.eq((status == StudyStatus::Open).then_some(t)),
         ))
         .returning(studies::id)
-        .get_result::<i64>(conn)?;
-    Ok(StudyId(id))
+        .get_result::<StudyId>(conn)?;
+    Ok(id)
 }
 
 /// Which studies to summarise.
@@ -154,28 +154,29 @@ fn summaries(conn: &mut DbConnection, which: Which<'_>) -> QueryResult<Vec<Study
         Which::Open => query.filter(studies::status.eq(StudyStatus::Open)),
         Which::All => query,
     };
-    let rows: Vec<(i64, String, String, StudyStatus, Option<i64>)> = match query.load(conn) {
-        Err(e @ diesel::result::Error::DeserializationError(_)) => {
-            return Err(corrupt_row("studies", bad_status_row(conn))(e));
-        }
-        other => other?,
-    };
-    let sets: Vec<i64> = rows.iter().filter_map(|r| r.4).collect();
-    let counts: std::collections::HashMap<i64, i64> = if sets.is_empty() {
+    let rows: Vec<(StudyId, String, String, StudyStatus, Option<SituationSetId>)> =
+        match query.load(conn) {
+            Err(e @ diesel::result::Error::DeserializationError(_)) => {
+                return Err(corrupt_row("studies", bad_status_row(conn))(e));
+            }
+            other => other?,
+        };
+    let sets: Vec<SituationSetId> = rows.iter().filter_map(|r| r.4).collect();
+    let counts: std::collections::HashMap<SituationSetId, i64> = if sets.is_empty() {
         Default::default()
     } else {
         situations::table
             .filter(situations::set_id.eq_any(&sets))
             .group_by(situations::set_id)
             .select((situations::set_id, diesel::dsl::count_star()))
-            .load::<(i64, i64)>(conn)?
+            .load::<(SituationSetId, i64)>(conn)?
             .into_iter()
             .collect()
     };
     Ok(rows
         .into_iter()
         .map(|(id, slug, title, status, set)| StudySummary {
-            id: StudyId(id),
+            id,
             slug,
             title,
             status,
@@ -210,12 +211,12 @@ pub fn list_open(conn: &mut DbConnection) -> QueryResult<Vec<StudySummary>> {
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
 #[diesel(table_name = studies)]
 pub struct Study {
-    pub id: i64,
+    pub id: StudyId,
     pub slug: String,
     pub title: String,
     pub status: StudyStatus,
-    pub instrument_id: i64,
-    pub situation_set_id: Option<i64>,
+    pub instrument_id: InstrumentId,
+    pub situation_set_id: Option<SituationSetId>,
     pub consent_text: String,
     pub debrief_text: String,
     pub target_per_situation: i32,
@@ -294,7 +295,7 @@ pub fn update(
     config: &StudyConfig,
     sources: Sources,
 ) -> Result<(), StoreError> {
-    diesel::update(studies::table.find(id.0))
+    diesel::update(studies::table.find(id))
         .set(settings(config, sources)?)
         .execute(conn)?;
     Ok(())
@@ -303,7 +304,7 @@ pub fn update(
 /// Moves a study through its lifecycle (participants in progress may finish after closing).
 pub fn set_status(conn: &mut DbConnection, id: StudyId, status: StudyStatus) -> QueryResult<()> {
     let t = now();
-    let q = diesel::update(studies::table.find(id.0));
+    let q = diesel::update(studies::table.find(id));
     match status {
         StudyStatus::Open => q
             .set((
@@ -328,7 +329,7 @@ pub fn set_status(conn: &mut DbConnection, id: StudyId, status: StudyStatus) -> 
 
 /// Deletes a study and, by cascade, its participants, answers and model runs.
 pub fn delete(conn: &mut DbConnection, id: StudyId) -> QueryResult<usize> {
-    diesel::delete(studies::table.find(id.0)).execute(conn)
+    diesel::delete(studies::table.find(id)).execute(conn)
 }
 
 /// Deletes the participant data of studies whose retention date has passed; the studies
@@ -336,7 +337,7 @@ pub fn delete(conn: &mut DbConnection, id: StudyId) -> QueryResult<usize> {
 pub fn apply_retention(conn: &mut DbConnection) -> QueryResult<Vec<(String, usize)>> {
     use super::schema::participants;
     let t = now();
-    let due: Vec<(i64, String)> = studies::table
+    let due: Vec<(StudyId, String)> = studies::table
         .filter(studies::retention_until.le(t))
         .select((studies::id, studies::slug))
         .load(conn)?;
@@ -345,7 +346,7 @@ pub fn apply_retention(conn: &mut DbConnection) -> QueryResult<Vec<(String, usiz
         let n = conn.write_transaction(|conn| {
             let n = diesel::delete(participants::table.filter(participants::study_id.eq(id)))
                 .execute(conn)?;
-            set_status(conn, StudyId(id), StudyStatus::Closed)?;
+            set_status(conn, id, StudyStatus::Closed)?;
             Ok::<_, diesel::result::Error>(n)
         })?;
         out.push((slug, n));

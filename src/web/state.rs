@@ -10,7 +10,7 @@ use crate::auth::password::{self, HashError};
 use crate::config::Settings;
 use crate::domain::instrument::Instrument;
 use crate::store::studies::Study;
-use crate::store::{DbConnection, InstrumentId, Pool, StoreError};
+use crate::store::{DbConnection, InstrumentId, Pool, StoreError, StudyId};
 use crate::web::error::AppError;
 
 /// Shared by every handler.
@@ -20,12 +20,12 @@ pub struct AppState {
     pub settings: Settings,
     /// Instruments by id. The items of an instrument that a study uses never change (the store
     /// refuses), so pages can keep them in memory.
-    instruments: Arc<Cache<i64, Arc<Instrument>>>,
+    instruments: Arc<Cache<InstrumentId, Arc<Instrument>>>,
     /// Whether a study was full, per study, with when it was checked. The entry page only
     /// uses it to turn newcomers away politely; the assignment at consent decides for real
     /// inside its transaction, so a value a second old is good enough and spares a count of
     /// every participant per arrival.
-    full: Arc<Cache<i64, bool>>,
+    full: Arc<Cache<StudyId, bool>>,
     /// Study rows by slug, with when they were read. Every survey request needs its study;
     /// reading it at most once per [`STUDY_FRESH`] per process spares a query per request.
     /// Several `serve` processes may share one database, so an admin's edit made in another
@@ -156,12 +156,12 @@ impl AppState {
     }
 
     /// An instrument, from memory after the first load.
-    pub async fn instrument(&self, id: i64) -> Result<Arc<Instrument>, AppError> {
+    pub async fn instrument(&self, id: InstrumentId) -> Result<Arc<Instrument>, AppError> {
         if let Some(i) = self.instruments.get(&id, None) {
             return Ok(i);
         }
         let inst = Arc::new(
-            self.db(move |conn| crate::store::instruments::get(conn, InstrumentId(id)))
+            self.db(move |conn| crate::store::instruments::get(conn, id))
                 .await?,
         );
         self.instruments.put(id, inst.clone());

@@ -78,7 +78,7 @@ fn step(page: Page, rng: &mut ChaCha8Rng) -> (Page, Effect) {
 }
 
 struct InFlight {
-    id: i64,
+    id: emotionbench::store::ParticipantId,
     page: Page,
     /// Walks away (never comes back) when reaching this page; None = completes.
     abandons_at: Option<Page>,
@@ -108,7 +108,7 @@ struct Sim {
     rng: ChaCha8Rng,
     flight: Vec<InFlight>,
     /// Walked away, reservation still live until the tick given.
-    leaving: Vec<(i64, usize)>,
+    leaving: Vec<(emotionbench::store::ParticipantId, usize)>,
     tick: usize,
     arriving: bool,
     tally: Tally,
@@ -349,7 +349,7 @@ fn assignment_stays_balanced_with_dropouts(db: TestDb) {
     .execute(&mut conn)
     .unwrap();
     assert_counts_follow(&mut conn, study.id, "after inserting completed ones");
-    studies::delete(&mut conn, store::StudyId(study.id)).unwrap();
+    studies::delete(&mut conn, study.id).unwrap();
     let left: i64 = schema::situation_counts::table
         .filter(schema::situation_counts::study_id.eq(study.id))
         .count()
@@ -360,7 +360,7 @@ fn assignment_stays_balanced_with_dropouts(db: TestDb) {
 
 /// `situation_counts` (kept by triggers) equals a count of the study's completed participants
 /// per situation; situations without any are absent or zero.
-fn assert_counts_follow(conn: &mut store::DbConnection, study: i64, when: &str) {
+fn assert_counts_follow(conn: &mut store::DbConnection, study: store::StudyId, when: &str) {
     let counted: BTreeMap<i64, i64> = schema::participants::table
         .filter(schema::participants::study_id.eq(study))
         .filter(schema::participants::status.eq(Outcome::Completed.status()))

@@ -655,7 +655,7 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
     let stored: HashMap<(String, u32), u32> = participants::answers(&mut conn, p.id)
         .unwrap()
         .into_iter()
-        .map(|(phase, item, value)| ((phase, item as u32), value as u32))
+        .map(|(phase, item, value)| ((phase.to_string(), item as u32), value as u32))
         .collect();
     assert_eq!(stored.len(), 40);
     assert_eq!(stored, clicked);
@@ -816,7 +816,7 @@ fn a_real_browser_answers_a_bdi_page(db: TestDb) {
     let stored: HashMap<u32, u32> = participants::answers(&mut conn, p.id)
         .unwrap()
         .into_iter()
-        .filter(|(phase, _, _)| phase == "default")
+        .filter(|(phase, _, _)| phase.as_str() == "default")
         .map(|(_, item, value)| (item as u32, value as u32))
         .collect();
     assert_eq!(stored, clicked);

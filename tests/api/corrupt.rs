@@ -8,7 +8,7 @@ use crate::helpers::{TestApp, TestDb, spawn_app};
 use crate::on_both_backends;
 use crate::survey::{PID, make_study, walk_to};
 
-fn corrupt_status_of(app: &TestApp, slug: &str) -> i64 {
+fn corrupt_status_of(app: &TestApp, slug: &str) -> emotionbench::store::ParticipantId {
     let pool = app.pool();
     let mut conn = pool.get().unwrap();
     let study = studies::load(&mut conn, slug).unwrap().unwrap();

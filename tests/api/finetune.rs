@@ -173,11 +173,7 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
     let study = emotionbench::store::studies::load(&mut conn, "crowd")
         .unwrap()
         .unwrap();
-    let instrument = instruments::get(
-        &mut conn,
-        emotionbench::store::InstrumentId(study.instrument_id),
-    )
-    .unwrap();
+    let instrument = instruments::get(&mut conn, study.instrument_id).unwrap();
     let order = canonical_order(instrument.items.len());
     let texts: Vec<&str> = instrument.items.iter().map(|i| i.text.as_str()).collect();
     let spec = ParseSpec {
@@ -212,16 +208,16 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
         assert_eq!(roles, ["system", "user", "assistant"]);
         let public_id = r["participant"].as_str().unwrap();
         let measure = r["measure"].as_str().unwrap();
-        let id: i64 = participants::table
+        let id: emotionbench::store::ParticipantId = participants::table
             .filter(participants::public_id.eq(public_id))
             .select(participants::id)
             .first(&mut conn)
             .unwrap();
-        assert_eq!(first[&id].as_deref(), Some("train"));
+        assert_eq!(first[&id.0].as_deref(), Some("train"));
         let stored: Vec<i32> = emotionbench::store::participants::answers(&mut conn, id)
             .unwrap()
             .into_iter()
-            .filter(|(phase, _, _)| phase == measure)
+            .filter(|(phase, _, _)| phase.as_str() == measure)
             .map(|(_, _, v)| v)
             .collect();
         let parsed = parse_reply(&messages[2].content, &spec).unwrap();

@@ -1,6 +1,8 @@
 //! `emotionbench import model-results …` with the seven released PANAS answer files.
 
 use diesel::prelude::*;
+use emotionbench::domain::measure::Measure;
+use emotionbench::domain::run::TrialStatus;
 use emotionbench::store::db;
 use emotionbench::store::schema::{model_runs, model_trials};
 
@@ -31,13 +33,17 @@ pub fn results_file(model: &str) -> String {
 fn counts(db: &TestDb, model: &str) -> Vec<(String, String, i64)> {
     let pool = db::connect(&db.url, 1).unwrap();
     let mut conn = pool.get().unwrap();
-    let run: i64 = model_runs::table
+    let run: emotionbench::store::RunId = model_runs::table
         .filter(model_runs::model.eq(model))
         .filter(model_runs::source.eq("import"))
         .select(model_runs::id)
         .first(&mut conn)
         .unwrap();
-    emotionbench::store::model_runs::trial_counts(&mut conn, run).unwrap()
+    emotionbench::store::model_runs::trial_counts(&mut conn, run)
+        .unwrap()
+        .into_iter()
+        .map(|(m, s, n)| (m.to_string(), s.to_string(), n))
+        .collect()
 }
 
 fn the_seven_released_answer_files_import_with_failed_parses_kept(db: TestDb) {
@@ -233,7 +239,7 @@ fn the_eight_challenging_scale_files_import_on_their_instruments(db: TestDb) {
     let mut conn = pool.get().unwrap();
     use emotionbench::store::schema::instruments;
     for (key, emotion, items, min, max, situations) in CHALLENGING {
-        let runs: Vec<i64> = model_runs::table
+        let runs: Vec<emotionbench::store::RunId> = model_runs::table
             .inner_join(instruments::table)
             .filter(instruments::key.eq(key))
             .filter(model_runs::source.eq("import"))
@@ -245,8 +251,8 @@ fn the_eight_challenging_scale_files_import_on_their_instruments(db: TestDb) {
         assert_eq!(
             c,
             vec![
-                ("default".into(), "done".into(), 10),
-                ("evoked".into(), "done".into(), situations * 10),
+                (Measure::Default, TrialStatus::Done, 10),
+                (Measure::Evoked, TrialStatus::Done, situations * 10),
             ],
             "{key}"
         );

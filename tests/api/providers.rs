@@ -71,7 +71,7 @@ fn params(db: &TestDb, run: RunId) -> serde_json::Value {
     let pool = db::connect(&db.url, 1).unwrap();
     let mut conn = pool.get().unwrap();
     let r = runs::get(&mut conn, run).unwrap().unwrap();
-    serde_json::from_str(&r.params).unwrap()
+    serde_json::from_str(&r.params.to_text().unwrap()).unwrap()
 }
 
 fn answer(req: &FakeRequest) -> FakeAction {
@@ -116,7 +116,7 @@ fn f1_openai_reasoning_models_get_max_completion_tokens_and_complete(db: TestDb)
     assert_eq!(server.requests().len(), 1, "not re-asked");
     let t = trial(&db, run);
     assert_eq!(t.status.as_str(), "failed");
-    assert_eq!(t.error_class.as_deref(), Some("truncated"));
+    assert_eq!(t.error_class.map(|c| c.as_str()), Some("truncated"));
     assert_eq!(t.finish_reason.as_deref(), Some("length"));
     assert_eq!(t.output_tokens, Some(8192));
 }
@@ -238,7 +238,7 @@ fn f3_gemini_thinking_models_get_room_to_answer_and_truncation_is_not_re_asked(d
     ok(out);
     let t = trial(&db, run);
     assert_eq!(t.status.as_str(), "failed");
-    assert_eq!(t.error_class.as_deref(), Some("truncated"));
+    assert_eq!(t.error_class.map(|c| c.as_str()), Some("truncated"));
     assert_eq!(t.finish_reason.as_deref(), Some("MAX_TOKENS"));
     assert_eq!(t.output_tokens, Some(512));
     assert_eq!(attempts(&db, run).len(), 1, "not re-asked");
@@ -328,7 +328,7 @@ fn f6_blocks_and_refusals_are_their_own_class_and_not_re_asked(db: TestDb) {
         assert_eq!(server.requests().len(), 1, "{kind}: not re-asked");
         let t = trial(&db, run);
         assert_eq!(t.status.as_str(), "failed");
-        assert_eq!(t.error_class.as_deref(), Some(class), "{kind}");
+        assert_eq!(t.error_class.map(|c| c.as_str()), Some(class), "{kind}");
         assert!(
             t.error.as_deref().unwrap().contains(reason),
             "{kind}: {t:?}"
@@ -375,7 +375,7 @@ fn f7_account_quota_429s_stop_the_run_with_a_message(db: TestDb) {
             "pending",
             "{kind}: kept for `run resume`"
         );
-        assert_eq!(t.error_class.as_deref(), Some("quota"));
+        assert_eq!(t.error_class.map(|c| c.as_str()), Some("quota"));
     }
     // Anthropic's billing_error (SDK ErrorType), whatever its status.
     let db = TestDb::of(db.backend).unwrap();
@@ -413,7 +413,7 @@ fn f8_delays_in_retry_info_and_retry_after_ms_are_waited_and_x_should_retry_hono
     );
     assert_eq!(trial(&db, run).status.as_str(), "done");
     assert_eq!(
-        attempts(&db, run)[0].error_class.as_deref(),
+        attempts(&db, run)[0].error_class.map(|c| c.as_str()),
         Some("rate_limited")
     );
 
@@ -439,7 +439,10 @@ fn f8_delays_in_retry_info_and_retry_after_ms_are_waited_and_x_should_retry_hono
     let (run, out) = one_trial(&db, &server, "anthropic", "claude-sonnet-4-5", "", &[]);
     ok(out);
     assert_eq!(server.requests().len(), 1);
-    assert_eq!(trial(&db, run).error_class.as_deref(), Some("server"));
+    assert_eq!(
+        trial(&db, run).error_class.map(|c| c.as_str()),
+        Some("server")
+    );
 
     // `x-should-retry: true` on a 409: retried.
     let db = TestDb::of(db.backend).unwrap();
@@ -469,7 +472,10 @@ fn f9_invalid_keys_in_any_shape_and_unknown_models_stop_the_run(db: TestDb) {
     );
     assert_eq!(server.requests().len(), 1);
     assert_eq!(run_status(&db, run).0, "failed");
-    assert_eq!(trial(&db, run).error_class.as_deref(), Some("auth"));
+    assert_eq!(
+        trial(&db, run).error_class.map(|c| c.as_str()),
+        Some("auth")
+    );
 
     let db = TestDb::of(db.backend).unwrap();
     let server = FakeServer::start(|req| {
@@ -489,7 +495,7 @@ fn f9_invalid_keys_in_any_shape_and_unknown_models_stop_the_run(db: TestDb) {
     assert_eq!(status, "failed");
     assert!(error.unwrap().contains("HTTP 404"));
     assert_eq!(
-        trial(&db, run).error_class.as_deref(),
+        trial(&db, run).error_class.map(|c| c.as_str()),
         Some("unknown_model")
     );
 }

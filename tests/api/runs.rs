@@ -111,7 +111,7 @@ pub(crate) fn run_status(db: &TestDb, run: RunId) -> (String, Option<String>) {
 }
 
 fn scores(t: &TrialRecord) -> Vec<i32> {
-    serde_json::from_str(t.scores.as_deref().unwrap_or("[]")).unwrap()
+    t.scores.as_ref().map(|s| s.0.clone()).unwrap_or_default()
 }
 
 /// Answers every request with valid PANAS answers after `delay`.
@@ -180,8 +180,7 @@ fn a_run_creates_every_trial_and_completes_each_once_with_its_record(db: TestDb)
         assert!(t.latency_ms.unwrap() >= 20);
     }
     // Orders are per trial, and the evoked prompt carries the situation.
-    let orders: std::collections::HashSet<&str> =
-        ts.iter().map(|t| t.item_order.as_str()).collect();
+    let orders: std::collections::HashSet<&Vec<u32>> = ts.iter().map(|t| &t.item_order.0).collect();
     assert_eq!(orders.len(), 6);
     let evoked = ts.iter().find(|t| t.measure.as_str() == "evoked").unwrap();
     assert!(
@@ -231,7 +230,7 @@ fn claims_never_hand_out_a_trial_twice_and_expired_leases_return(db: TestDb) {
             .is_empty()
     );
     // "a" finishes one trial; the other lease of "a" expires and goes to "c".
-    let done = emotionbench::store::TrialId(a[0].id);
+    let done = a[0].id;
     let outcome = runs::TrialOutcome {
         done: true,
         raw_reply: Some("r".into()),
@@ -248,15 +247,15 @@ fn claims_never_hand_out_a_trial_twice_and_expired_leases_return(db: TestDb) {
     assert!(runs::finish_trial(&mut conn, run, done, "a", &outcome).unwrap());
     std::thread::sleep(Duration::from_millis(400));
     let c = runs::claim(&mut conn, run, "c", 5, lease).unwrap();
-    let ids: Vec<i64> = c.iter().map(|t| t.id).collect();
+    let ids: Vec<emotionbench::store::TrialId> = c.iter().map(|t| t.id).collect();
     assert!(ids.contains(&a[1].id) && ids.contains(&b[0].id), "{ids:?}");
     assert!(!ids.contains(&a[0].id), "a done trial was claimed again");
     // "a" lost its lease: its late result is discarded.
-    let late = emotionbench::store::TrialId(a[1].id);
+    let late = a[1].id;
     assert!(!runs::finish_trial(&mut conn, run, late, "a", &outcome).unwrap());
     // A paused run hands out nothing; resumed, it does again.
     for t in &c {
-        runs::release(&mut conn, emotionbench::store::TrialId(t.id), "c", None).unwrap();
+        runs::release(&mut conn, t.id, "c", None).unwrap();
     }
     ok(eb(&db, &cfg, &["runs", "pause", &run.0.to_string()], &[]));
     assert!(
@@ -323,7 +322,7 @@ fn a_429_with_retry_after_is_waited_out_then_the_trial_succeeds(db: TestDb) {
     assert_eq!(scores(t), vec![2; 20]);
     let a = attempts(&db, run);
     assert_eq!(a.len(), 2);
-    assert_eq!(a[0].error_class.as_deref(), Some("rate_limited"));
+    assert_eq!(a[0].error_class.map(|c| c.as_str()), Some("rate_limited"));
     assert_eq!(a[0].http_status, Some(429));
     assert_eq!(a[1].error_class, None);
 }
@@ -339,7 +338,10 @@ fn server_errors_resets_and_timeouts_are_retried_with_backoff(db: TestDb) {
     let (run, out) = one_trial(&db, &server, "timeout_seconds = 1");
     ok(out);
     let a = attempts(&db, run);
-    let classes: Vec<Option<&str>> = a.iter().map(|x| x.error_class.as_deref()).collect();
+    let classes: Vec<Option<&str>> = a
+        .iter()
+        .map(|x| x.error_class.map(|c| c.as_str()))
+        .collect();
     assert_eq!(
         classes,
         vec![Some("server"), Some("connection"), Some("timeout"), None]
@@ -357,7 +359,7 @@ fn attempts_are_bounded_and_the_trial_fails_with_the_last_error_class(db: TestDb
     assert_eq!(server.requests().len(), 3);
     let t = &trials(&db, run)[0];
     assert_eq!(t.status.as_str(), "failed");
-    assert_eq!(t.error_class.as_deref(), Some("server"));
+    assert_eq!(t.error_class.map(|c| c.as_str()), Some("server"));
     assert!(t.error.as_deref().unwrap().contains("3 attempts"), "{t:?}");
 }
 
@@ -379,9 +381,9 @@ fn a_401_is_not_retried_and_fails_the_run_with_a_clear_message_without_the_key(d
     // The trial is not lost: it waits for `run resume` once the key is fixed.
     let t = &trials(&db, run)[0];
     assert_eq!(t.status.as_str(), "pending");
-    assert_eq!(t.error_class.as_deref(), Some("auth"));
+    assert_eq!(t.error_class.map(|c| c.as_str()), Some("auth"));
     let a = attempts(&db, run);
-    assert_eq!(a[0].error_class.as_deref(), Some("auth"));
+    assert_eq!(a[0].error_class.map(|c| c.as_str()), Some("auth"));
 }
 
 fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times(db: TestDb) {
@@ -397,7 +399,7 @@ fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times(db: TestD
     assert_eq!(calls.load(Ordering::SeqCst), 3, "3 re-asks by default");
     let t = &trials(&db, run)[0];
     assert_eq!(t.status.as_str(), "failed");
-    assert_eq!(t.error_class.as_deref(), Some("parse"));
+    assert_eq!(t.error_class.map(|c| c.as_str()), Some("parse"));
     assert_eq!(
         t.raw_reply.as_deref(),
         Some("As an AI, I have no feelings.")
@@ -406,7 +408,7 @@ fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times(db: TestD
     let a = attempts(&db, run);
     assert_eq!(a.len(), 3);
     for x in &a {
-        assert_eq!(x.error_class.as_deref(), Some("parse"));
+        assert_eq!(x.error_class.map(|c| c.as_str()), Some("parse"));
         assert!(x.raw_reply.is_some() && x.error.is_some());
     }
 
@@ -424,7 +426,10 @@ fn garbage_replies_are_recorded_and_re_asked_a_bounded_number_of_times(db: TestD
     ok(out);
     let t = &trials(&db, run)[0];
     assert_eq!((t.status.as_str(), t.attempts), ("done", 2));
-    assert_eq!(attempts(&db, run)[0].error_class.as_deref(), Some("parse"));
+    assert_eq!(
+        attempts(&db, run)[0].error_class.map(|c| c.as_str()),
+        Some("parse")
+    );
 }
 
 on_both_backends!(
@@ -915,10 +920,12 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
                 parsed += 1;
             }
             "failed" => {
-                assert_eq!(t.error_class.as_deref(), Some("parse"), "{t:?}");
+                assert_eq!(t.error_class.map(|c| c.as_str()), Some("parse"), "{t:?}");
                 let n = a
                     .iter()
-                    .filter(|x| x.trial_id == t.id && x.error_class.as_deref() == Some("parse"))
+                    .filter(|x| {
+                        x.trial_id == t.id && x.error_class.map(|c| c.as_str()) == Some("parse")
+                    })
                     .count();
                 assert_eq!(n, 3, "parse failures re-asked 3 times: {t:?}");
             }
@@ -1017,7 +1024,7 @@ fn a_bdi_run_sends_bdis_own_options_and_parses_0_to_3(db: TestDb) {
             "{}",
             t.situation_key
         );
-        let order: Vec<u32> = serde_json::from_str(&t.item_order).unwrap();
+        let order: Vec<u32> = t.item_order.0.clone();
         assert_eq!(order.len(), 21);
         let s = scores(t);
         for (p, item) in order.iter().enumerate() {
@@ -1044,7 +1051,7 @@ fn a_bdi_run_sends_bdis_own_options_and_parses_0_to_3(db: TestDb) {
     ));
     let t = &trials(&db, run_id(&out))[0];
     assert_eq!(t.status.as_str(), "failed");
-    assert_eq!(t.error_class.as_deref(), Some("parse"));
+    assert_eq!(t.error_class.map(|c| c.as_str()), Some("parse"));
     assert!(
         t.error.as_deref().unwrap().contains("outside 0..=3"),
         "{t:?}"

@@ -186,10 +186,13 @@ fn the_whole_flow_from_the_prolific_link_to_the_completion_redirect(db: TestDb) 
     let mut conn = pool.get().unwrap();
     let answers = participants::answers(&mut conn, p.id).unwrap();
     assert_eq!(answers.len(), 40);
-    assert_eq!(answers.iter().filter(|a| a.0 == "default").count(), 20);
+    assert_eq!(
+        answers.iter().filter(|a| a.0.as_str() == "default").count(),
+        20
+    );
     // The values posted: ((n + 1) % 5) + 1 before, (n % 5) + 1 after, by item number.
     for (phase, item, value) in &answers {
-        let bump = u32::from(phase == "default");
+        let bump = u32::from(phase.as_str() == "default");
         assert_eq!(
             *value as u32,
             ((*item as u32 + bump) % 5) + 1,
@@ -521,7 +524,7 @@ fn default_answers(app: &TestApp, slug: &str) -> Vec<(u32, i32)> {
     let mut a: Vec<(u32, i32)> = participants::answers(&mut conn, p.id)
         .unwrap()
         .into_iter()
-        .filter(|(phase, _, _)| phase == "default")
+        .filter(|(phase, _, _)| phase.as_str() == "default")
         .map(|(_, item, value)| (item as u32, value))
         .collect();
     a.sort_unstable();

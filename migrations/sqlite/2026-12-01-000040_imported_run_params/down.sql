@@ -1,0 +1,1 @@
+UPDATE model_runs SET params = '{}' WHERE source = 'import' AND params = 'null';
