@@ -28,6 +28,10 @@ pub struct Settings {
     /// Model-run worker slots inside `serve` (0: none; runs then need `emotionbench worker`).
     /// Unset: the sum of the providers' concurrency.
     pub worker_slots: Option<usize>,
+    /// Reverse proxies whose `X-Forwarded-For` / `Forwarded` headers name the client (addresses
+    /// or CIDR ranges). Empty: the TCP peer is the client and those headers are ignored, since
+    /// anyone can send them. Sign-in throttling and the audit log use the client's address.
+    pub trusted_proxies: Vec<IpRange>,
     /// LLM providers (`[[providers]]` tables in the config file). API keys are not here: each
     /// provider names the environment variable that holds its key.
     pub providers: Vec<ProviderConfig>,
@@ -241,6 +245,7 @@ impl Default for Settings {
             log: "info".into(),
             max_body_bytes: 32 * 1024,
             worker_slots: None,
+            trusted_proxies: Vec::new(),
             providers: Vec::new(),
         }
     }
@@ -260,6 +265,7 @@ struct FileSettings {
     log: Option<String>,
     max_body_bytes: Option<usize>,
     worker_slots: Option<usize>,
+    trusted_proxies: Option<Vec<String>>,
     providers: Option<Vec<ProviderConfig>>,
 }
 
@@ -338,6 +344,13 @@ impl Settings {
         if let Some(v) = f.worker_slots {
             self.worker_slots = Some(v);
         }
+        if let Some(v) = f.trusted_proxies {
+            self.trusted_proxies = v
+                .iter()
+                .map(|r| r.parse())
+                .collect::<Result<_, String>>()
+                .map_err(|e| format!("trusted_proxies: {e}"))?;
+        }
         if let Some(providers) = f.providers {
             let mut names = std::collections::HashSet::new();
             for p in &providers {
@@ -375,6 +388,13 @@ impl Settings {
         }
         if let Some(v) = env("EMOTIONBENCH_WORKER_SLOTS") {
             self.worker_slots = Some(parse_env("EMOTIONBENCH_WORKER_SLOTS", v)?);
+        }
+        if let Some(v) = env("EMOTIONBENCH_TRUSTED_PROXIES") {
+            self.trusted_proxies = IpRange::parse_list(&v).map_err(|message| ConfigError::Env {
+                name: "EMOTIONBENCH_TRUSTED_PROXIES",
+                value: v.clone(),
+                message,
+            })?;
         }
         if let Some(v) = env("EMOTIONBENCH_MAX_BODY_BYTES") {
             self.max_body_bytes = parse_env("EMOTIONBENCH_MAX_BODY_BYTES", v)?;
@@ -415,6 +435,69 @@ impl Settings {
             None if bound.ip().is_unspecified() => format!("http://localhost:{}", bound.port()),
             None => format!("http://{bound}"),
         }
+    }
+}
+
+/// One address (`10.0.0.5`, `::1`) or a CIDR range of addresses (`10.0.0.0/8`, `fd00::/8`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpRange {
+    addr: std::net::IpAddr,
+    prefix: u8,
+}
+
+impl IpRange {
+    /// Whether `ip` is in the range. An IPv4 address seen as IPv6 (`::ffff:10.0.0.5`, how a
+    /// dual-stack socket reports it) counts as the IPv4 one.
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr::{V4, V6};
+        let bits = |a: u128, width: u32| {
+            let p = u32::from(self.prefix);
+            if p == 0 { 0 } else { a >> (width - p) }
+        };
+        match (self.addr, ip.to_canonical()) {
+            (V4(net), V4(ip)) => {
+                bits(u128::from(u32::from(net)), 32) == bits(u128::from(u32::from(ip)), 32)
+            }
+            (V6(net), V6(ip)) => bits(u128::from(net), 128) == bits(u128::from(ip), 128),
+            _ => false,
+        }
+    }
+
+    /// A comma- or space-separated list (the environment variable's form).
+    pub fn parse_list(text: &str) -> Result<Vec<IpRange>, String> {
+        text.split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+            .map(str::parse)
+            .collect()
+    }
+}
+
+impl std::str::FromStr for IpRange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not an IP address or a CIDR range such as 10.0.0.0/8");
+        let (addr, prefix) = match s.trim().split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s.trim(), None),
+        };
+        let addr: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+        let addr = addr.to_canonical();
+        let width = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= width)
+                .ok_or_else(bad)?,
+            None => width,
+        };
+        Ok(IpRange { addr, prefix })
+    }
+}
+
+impl std::fmt::Display for IpRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
     }
 }
 
@@ -506,6 +589,43 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert!(Settings::load(Some(&path), env_of(&[])).is_err());
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_ranges_from_file_or_environment() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("eb.toml");
+        std::fs::write(&path, "trusted_proxies = [\"10.0.0.0/8\", \"::1\"]\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let s = Settings::load(Some(&path), env_of(&[])).unwrap_or_else(|e| panic!("{e}"));
+        let ip = |a: &str| {
+            a.parse::<std::net::IpAddr>()
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        assert_eq!(s.trusted_proxies.len(), 2);
+        assert!(s.trusted_proxies[0].contains(ip("10.1.2.3")));
+        assert!(s.trusted_proxies[0].contains(ip("::ffff:10.1.2.3")));
+        assert!(!s.trusted_proxies[0].contains(ip("11.0.0.1")));
+        assert!(s.trusted_proxies[1].contains(ip("::1")));
+        assert!(!s.trusted_proxies[1].contains(ip("127.0.0.1")));
+        let s = Settings::load(
+            None,
+            env_of(&[("EMOTIONBENCH_TRUSTED_PROXIES", "127.0.0.1, 172.16.0.0/12")]),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(s.trusted_proxies[0].contains(ip("127.0.0.1")));
+        assert!(!s.trusted_proxies[0].contains(ip("127.0.0.2")));
+        assert!(s.trusted_proxies[1].contains(ip("172.31.255.1")));
+        let all: IpRange = "0.0.0.0/0"
+            .parse()
+            .unwrap_or_else(|e: String| panic!("{e}"));
+        assert!(all.contains(ip("8.8.8.8")));
+        for bad in ["nginx", "10.0.0.0/33", "10.0.0.1/x", "::1/129"] {
+            assert!(bad.parse::<IpRange>().is_err(), "{bad}");
+        }
+        assert!(
+            Settings::load(None, env_of(&[("EMOTIONBENCH_TRUSTED_PROXIES", "proxy")])).is_err()
+        );
     }
 
     #[test]

@@ -1,19 +1,20 @@
 //! Login and logout. Wrong password and unknown account get the same answer and cost the same
-//! (a dummy Argon2 verification); failures are throttled per account and per client address.
+//! (a dummy Argon2 verification); failures are throttled per account and client address, per
+//! address, and slowed down per account (`app::accounts::sign_in`, `auth`).
 
 use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieDuration};
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use chrono::Duration;
 
-use super::{Researcher, SESSION_COOKIE, actor, field};
-use crate::auth::{self, password};
-use crate::store::{audit, sessions, users};
-use crate::web::csrf;
+use super::{Researcher, actor, field, session_cookie_name};
+use crate::app::accounts::{self, MAX_EMAIL_BYTES, MAX_PASSWORD_BYTES, SignIn, SignedIn};
+use crate::auth;
+use crate::domain::account::return_path;
 use crate::web::error::AppError;
 use crate::web::render::{render, render_status, see_other};
 use crate::web::state::AppState;
+use crate::web::{csrf, request};
 
 #[derive(Template)]
 #[template(path = "admin/login.html")]
@@ -22,23 +23,6 @@ struct LoginPage {
     next: String,
     email: String,
     error: Option<&'static str>,
-}
-
-/// Only our own admin pages are valid places to return to after login.
-fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n) if n.starts_with("/admin") && !n.starts_with("//") && !n.contains("://") => {
-            n.to_owned()
-        }
-        _ => "/admin".to_owned(),
-    }
-}
-
-fn client_ip(req: &HttpRequest) -> String {
-    // The peer address, not X-Forwarded-For: a client could forge that to dodge throttling.
-    req.peer_addr()
-        .map(|a| a.ip().to_string())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 #[derive(serde::Deserialize)]
@@ -53,7 +37,7 @@ pub async fn form(
     let (csrf, new) = csrf::token(&req);
     let mut resp = render(LoginPage {
         csrf: csrf.clone(),
-        next: safe_next(query.next.as_deref()),
+        next: return_path(query.next.as_deref()).to_owned(),
         email: String::new(),
         error: None,
     })?;
@@ -71,77 +55,40 @@ pub async fn submit(
     csrf::check_double_submit(&req, &form)?;
     let email = field(&form, "email").unwrap_or("").trim().to_lowercase();
     let secret = field(&form, "password").unwrap_or("").to_owned();
-    let next = safe_next(field(&form, "next"));
+    let next = return_path(field(&form, "next")).to_owned();
     let csrf = csrf::field(&form).unwrap_or("").to_owned();
-    if email.len() > 254 || secret.len() > 1024 {
+    if email.len() > MAX_EMAIL_BYTES || secret.len() > MAX_PASSWORD_BYTES {
         return Err(AppError::BadRequest(
             "That is too long for an email address or password.".into(),
         ));
     }
-    let ip = client_ip(&req);
-    let since = crate::store::now() - Duration::minutes(auth::THROTTLE_WINDOW_MINUTES);
+    let ip = request::client_addr(&req, &state.settings.trusted_proxies);
+    // The growing delay is waited here, off the database and off the blocking pool.
     let (e2, ip2) = (email.clone(), ip.clone());
-    let (by_email, by_ip) = state
-        .db(move |conn| Ok(sessions::recent_failures(conn, &e2, &ip2, since)?))
-        .await?;
-    if by_email >= auth::MAX_FAILURES_PER_ACCOUNT || by_ip >= auth::MAX_FAILURES_PER_ADDRESS {
-        return Err(AppError::TooManyRequests(format!(
-            "Too many failed sign-in attempts. Please wait {} minutes and try again.",
-            auth::THROTTLE_WINDOW_MINUTES
-        )));
+    let delay = state
+        .db(move |conn| Ok(accounts::sign_in_delay(conn, &e2, &ip2)))
+        .await??;
+    if !delay.is_zero() {
+        actix_web::rt::time::sleep(delay).await;
     }
-    let e2 = email.clone();
-    let account = state
-        .db(move |conn| Ok(users::for_login(conn, &e2)?))
-        .await?;
-    // Verify on the blocking pool: Argon2 takes tens of milliseconds by design.
-    let dummy_hash = state.dummy_hash();
-    let verified = web::block(move || match account {
-        Some((user, hash)) if !user.disabled => password::verify(&secret, &hash).then_some(user),
-        Some(_) | None => {
-            let _ = password::verify(&secret, &dummy_hash);
-            None
-        }
-    })
-    .await
-    .map_err(AppError::internal)?;
-    match verified {
-        Some(user) => {
-            let token = password::random_secret(32);
-            let csrf_token = password::random_secret(32);
-            let hash = auth::token_hash(&token);
-            let agent = req
-                .headers()
-                .get("user-agent")
-                .and_then(|v| v.to_str().ok())
-                .map(|s| s.chars().take(300).collect::<String>());
-            let (ip2, e2) = (ip.clone(), email.clone());
-            state
-                .db(move |conn| {
-                    sessions::create(
-                        conn,
-                        user.id,
-                        &hash,
-                        &csrf_token,
-                        Duration::hours(auth::SESSION_HOURS),
-                        Some(&ip2),
-                        agent.as_deref(),
-                    )?;
-                    sessions::record_attempt(conn, &e2, &ip2, true)?;
-                    audit::record(
-                        conn,
-                        &audit::Actor::User {
-                            id: user.id,
-                            email: user.email.clone(),
-                        },
-                        "login",
-                        None,
-                        None,
-                    )?;
-                    Ok(())
-                })
-                .await?;
-            let cookie = Cookie::build(SESSION_COOKIE, token)
+    let attempt = SignIn {
+        email: email.clone(),
+        password: secret,
+        client_ip: ip,
+        user_agent: req
+            .headers()
+            .get("user-agent")
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.chars().take(300).collect::<String>()),
+    };
+    let (pool, dummy_hash) = (state.pool.clone(), state.dummy_hash());
+    // On the blocking pool: Argon2 takes tens of milliseconds by design.
+    let outcome = web::block(move || accounts::sign_in(&pool, attempt, &dummy_hash))
+        .await
+        .map_err(AppError::internal)??;
+    match outcome {
+        SignedIn::Session { token, .. } => {
+            let cookie = Cookie::build(session_cookie_name(&req), token)
                 .path("/")
                 .http_only(true)
                 .same_site(SameSite::Lax)
@@ -152,36 +99,25 @@ pub async fn submit(
             let _ = resp.add_cookie(&cookie);
             Ok(resp)
         }
-        None => {
-            let (e2, ip2) = (email.clone(), ip.clone());
-            state
-                .db(move |conn| {
-                    sessions::record_attempt(conn, &e2, &ip2, false)?;
-                    audit::record(
-                        conn,
-                        &audit::Actor::Anonymous,
-                        "login.failed",
-                        Some(&e2),
-                        Some(&serde_json::json!({"ip": ip2})),
-                    )?;
-                    Ok(())
-                })
-                .await?;
-            render_status(
-                LoginPage {
-                    csrf,
-                    next,
-                    email,
-                    error: Some("Wrong email or password."),
-                },
-                StatusCode::UNAUTHORIZED,
-            )
-        }
+        SignedIn::Throttled => Err(AppError::TooManyRequests(format!(
+            "Too many failed sign-in attempts. Please wait {} minutes and try again.",
+            auth::THROTTLE_WINDOW_MINUTES
+        ))),
+        SignedIn::Refused => render_status(
+            LoginPage {
+                csrf,
+                next,
+                email,
+                error: Some("Wrong email or password."),
+            },
+            StatusCode::UNAUTHORIZED,
+        ),
     }
 }
 
 pub async fn logout(
     state: web::Data<AppState>,
+    req: HttpRequest,
     user: Researcher,
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
@@ -189,15 +125,12 @@ pub async fn logout(
     let id = user.session().id;
     let who = actor(user.session());
     state
-        .db(move |conn| {
-            sessions::end(conn, id)?;
-            audit::record(conn, &who, "logout", None, None)?;
-            Ok(())
-        })
-        .await?;
+        .db(move |conn| Ok(accounts::sign_out(conn, id, &who)))
+        .await??;
     let mut resp = see_other("/admin/login");
-    let mut gone = Cookie::new(SESSION_COOKIE, "");
+    let mut gone = Cookie::new(session_cookie_name(&req), "");
     gone.set_path("/");
+    gone.set_secure(csrf::is_https(&req));
     gone.make_removal();
     let _ = resp.add_cookie(&gone);
     Ok(resp)

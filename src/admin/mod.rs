@@ -21,7 +21,19 @@ use crate::store::users::Role;
 use crate::web::error::AppError;
 use crate::web::state::AppState;
 
+/// The session cookie over plain HTTP, and over HTTPS (where `__Host-` makes browsers refuse
+/// one set by another host, such as a sibling subdomain).
 pub const SESSION_COOKIE: &str = "eb_session";
+pub const HOST_SESSION_COOKIE: &str = "__Host-eb_session";
+
+/// The session cookie's name for this request.
+pub fn session_cookie_name(req: &HttpRequest) -> &'static str {
+    if crate::web::csrf::is_https(req) {
+        HOST_SESSION_COOKIE
+    } else {
+        SESSION_COOKIE
+    }
+}
 
 /// Any signed-in account (researcher or admin).
 pub struct Researcher(pub Session);
@@ -34,7 +46,10 @@ async fn session_of(req: HttpRequest) -> Result<Session, AppError> {
         next: req.path().to_owned(),
         download: req.path().contains("/export/"),
     };
-    let Some(token) = req.cookie(SESSION_COOKIE).map(|c| c.value().to_owned()) else {
+    let Some(token) = req
+        .cookie(session_cookie_name(&req))
+        .map(|c| c.value().to_owned())
+    else {
         return Err(unauthorized());
     };
     let state = req

@@ -24,6 +24,30 @@ pub fn record(
     target: Option<&str>,
     detail: Option<&serde_json::Value>,
 ) -> QueryResult<()> {
+    insert(conn, actor, action, target, detail, None)
+}
+
+/// [`record`] for an action a web client took, with the client's address (sign-in: the one
+/// `web::request::client_addr` found, behind a trusted proxy the forwarded one).
+pub fn record_from(
+    conn: &mut DbConnection,
+    actor: &Actor,
+    action: &str,
+    target: Option<&str>,
+    detail: Option<&serde_json::Value>,
+    client_ip: &str,
+) -> QueryResult<()> {
+    insert(conn, actor, action, target, detail, Some(client_ip))
+}
+
+fn insert(
+    conn: &mut DbConnection,
+    actor: &Actor,
+    action: &str,
+    target: Option<&str>,
+    detail: Option<&serde_json::Value>,
+    client_ip: Option<&str>,
+) -> QueryResult<()> {
     let (user_id, name) = match actor {
         Actor::User { id, email } => (Some(id.0), email.as_str()),
         Actor::Cli => (None, "cli"),
@@ -37,6 +61,7 @@ pub fn record(
             audit_log::action.eq(action),
             audit_log::target.eq(target),
             audit_log::detail.eq(detail.map(|d| d.to_string())),
+            audit_log::client_ip.eq(client_ip),
         ))
         .execute(conn)?;
     Ok(())

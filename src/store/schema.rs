@@ -122,6 +122,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// Secrets every process of one installation shares (the CSRF token key), made once.
+    server_secrets (name) {
+        name -> Text,
+        secret -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     studies (id) {
         id -> BigInt,
         slug -> Text,
@@ -364,6 +373,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     users,
     sessions,
     login_attempts,
+    server_secrets,
     studies,
     participants,
     responses,

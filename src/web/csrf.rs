@@ -2,31 +2,46 @@
 //! per kind of token:
 //!
 //! - [`check_double_submit`]: visitors without a session (the survey, the login form) get a
-//!   random cookie ([`COOKIE`]) that every form echoes;
+//!   cookie ([`cookie_name`]) that every form echoes. The token is signed with the
+//!   installation's key (`AppState::form_key`, the same in every replica): a value planted in
+//!   the cookie by someone else (a sibling subdomain, a network attacker on plain HTTP) does
+//!   not pass unless it is one this server issued. Over HTTPS the cookie is named with the
+//!   `__Host-` prefix, which browsers accept only from this very host, Secure, with Path=/;
+//!   so a planted cookie cannot even take its place there.
 //! - [`check_session`]: signed-in researchers echo the token stored with their session.
 
-use actix_web::HttpRequest;
 use actix_web::cookie::{Cookie, SameSite};
+use actix_web::{HttpRequest, web};
+use blake2::{Blake2s256, Digest};
 
 use crate::auth::password::random_secret;
 use crate::web::error::AppError;
+use crate::web::state::AppState;
 
-/// The cookie of the double-submit token.
+/// The cookie of the double-submit token over plain HTTP.
 pub const COOKIE: &str = "eb_csrf";
+/// Its name over HTTPS.
+pub const HOST_COOKIE: &str = "__Host-eb_csrf";
 /// The form field that carries the token, in every form of the application.
 pub const FIELD: &str = "csrf";
 
-/// Shorter cookie values are not ours: a new token is issued instead.
-const MIN_LEN: usize = 16;
+/// A token is `NONCE-MAC`: this many random alphanumerics, a dash, [`MAC_HEX`] hex digits.
+const NONCE_LEN: usize = 24;
+const MAC_HEX: usize = 32;
 
 /// Whether the request came over HTTPS (cookies are then marked `Secure`).
 pub fn is_https(req: &HttpRequest) -> bool {
     req.connection_info().scheme() == "https"
 }
 
+/// The name of the double-submit cookie for this request: `__Host-` over HTTPS.
+pub fn cookie_name(req: &HttpRequest) -> &'static str {
+    if is_https(req) { HOST_COOKIE } else { COOKIE }
+}
+
 /// The double-submit cookie holding `token`.
 pub fn cookie(req: &HttpRequest, token: &str) -> Cookie<'static> {
-    Cookie::build(COOKIE, token.to_owned())
+    Cookie::build(cookie_name(req), token.to_owned())
         .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
@@ -34,11 +49,52 @@ pub fn cookie(req: &HttpRequest, token: &str) -> Cookie<'static> {
         .finish()
 }
 
+fn key(req: &HttpRequest) -> Option<&[u8]> {
+    req.app_data::<web::Data<AppState>>().map(|s| s.form_key())
+}
+
+/// The MAC of a nonce: BLAKE2s over a domain label, the key and the nonce, in hex, cut to
+/// [`MAC_HEX`] digits (128 bits). A keyed prefix is a sound MAC with BLAKE2, which has no
+/// length extension; the key's length is fixed per installation.
+fn mac(key: &[u8], nonce: &str) -> String {
+    Blake2s256::new()
+        .chain_update(b"emotionbench csrf v1\0")
+        .chain_update(key)
+        .chain_update(b"\0")
+        .chain_update(nonce.as_bytes())
+        .finalize()
+        .iter()
+        .take(MAC_HEX / 2)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn sign(key: &[u8], nonce: &str) -> String {
+    format!("{nonce}-{}", mac(key, nonce))
+}
+
+/// Whether `token` is one this installation signed.
+fn is_signed(key: &[u8], token: &str) -> bool {
+    match token.split_once('-') {
+        Some((nonce, tag))
+            if nonce.len() == NONCE_LEN && nonce.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            constant_time_eq(tag.as_bytes(), mac(key, nonce).as_bytes())
+        }
+        _ => false,
+    }
+}
+
 /// The request's double-submit token, or a new one to set on the response (`true`).
 pub fn token(req: &HttpRequest) -> (String, bool) {
-    match req.cookie(COOKIE) {
-        Some(c) if c.value().len() >= MIN_LEN => (c.value().to_owned(), false),
-        _ => (random_secret(32), true),
+    let Some(key) = key(req) else {
+        // Without the application's key nothing can be signed, and nothing unsigned passes
+        // the check: the form fails closed.
+        return (random_secret(NONCE_LEN), true);
+    };
+    match req.cookie(cookie_name(req)) {
+        Some(c) if is_signed(key, c.value()) => (c.value().to_owned(), false),
+        _ => (sign(key, &random_secret(NONCE_LEN)), true),
     }
 }
 
@@ -50,12 +106,13 @@ pub fn field(fields: &[(String, String)]) -> Option<&str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// Rejects a POST whose form token does not match its double-submit cookie (403).
+/// Rejects a POST whose form token does not match its double-submit cookie, or whose cookie
+/// this installation did not sign (403).
 pub fn check_double_submit(req: &HttpRequest, fields: &[(String, String)]) -> Result<(), AppError> {
-    let cookie = req.cookie(COOKIE);
-    match (cookie, field(fields)) {
-        (Some(c), Some(f))
-            if c.value().len() >= MIN_LEN && constant_time_eq(c.value().as_bytes(), f.as_bytes()) =>
+    let cookie = req.cookie(cookie_name(req));
+    match (key(req), cookie, field(fields)) {
+        (Some(key), Some(c), Some(f))
+            if is_signed(key, c.value()) && constant_time_eq(c.value().as_bytes(), f.as_bytes()) =>
         {
             Ok(())
         }
@@ -79,4 +136,27 @@ pub fn check_session(session_token: &str, fields: &[(String, String)]) -> Result
 /// Compares in time independent of where the inputs differ (tokens are secrets).
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_tokens_signed_with_the_key_pass() {
+        let key = b"a key of this installation";
+        let t = sign(key, &random_secret(NONCE_LEN));
+        assert!(is_signed(key, &t));
+        assert!(!is_signed(b"another installation", &t));
+        assert!(!is_signed(key, &"B".repeat(32)));
+        assert!(!is_signed(
+            key,
+            &format!("{}-{}", "B".repeat(NONCE_LEN), "0".repeat(MAC_HEX))
+        ));
+        let (nonce, _) = t.split_once('-').unwrap_or_default();
+        let mut other = nonce.to_owned();
+        other.replace_range(0..1, if other.starts_with('a') { "b" } else { "a" });
+        assert!(!is_signed(key, &format!("{other}-{}", mac(key, nonce))));
+        assert!(!is_signed(key, ""));
+    }
 }

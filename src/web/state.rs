@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use actix_web::web;
 
-use crate::auth::password::{self, HashError};
+use crate::auth::password;
 use crate::config::Settings;
 use crate::domain::instrument::Instrument;
 use crate::store::studies::Study;
@@ -39,6 +39,10 @@ pub struct AppState {
     /// A hash no password matches: a login for an unknown or disabled account verifies against
     /// it, so it costs what a wrong password costs. Made at start-up, which fails without it.
     dummy_hash: Arc<str>,
+    /// The key that signs double-submit CSRF tokens (`web::csrf`), the same in every process
+    /// on this database (`app::accounts::form_key`). Read once at start-up: the survey's page
+    /// requests stay one trip to the database each.
+    form_key: Arc<[u8]>,
 }
 
 /// How long a cached study row is used before it is read again.
@@ -99,8 +103,13 @@ impl AppState {
         pool: Pool,
         settings: Settings,
         writer: Option<crate::store::writer::Writer>,
-    ) -> Result<Self, HashError> {
+    ) -> Result<Self, crate::app::Error> {
         let dummy_hash = password::hash(&password::random_secret(32))?.into();
+        let mut conn = pool.get().map_err(StoreError::from)?;
+        let form_key = crate::app::accounts::form_key(&mut conn)?
+            .into_bytes()
+            .into();
+        drop(conn);
         Ok(Self {
             pool,
             settings,
@@ -109,12 +118,18 @@ impl AppState {
             studies: Arc::default(),
             writer,
             dummy_hash,
+            form_key,
         })
     }
 
     /// The hash a login verifies against when there is no account to verify (see the field).
     pub fn dummy_hash(&self) -> Arc<str> {
         self.dummy_hash.clone()
+    }
+
+    /// The key that signs CSRF tokens (see the field).
+    pub fn form_key(&self) -> &[u8] {
+        &self.form_key
     }
 
     /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].

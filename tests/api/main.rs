@@ -22,5 +22,6 @@ mod providers;
 mod report;
 mod runs;
 mod scaleout;
+mod security_accounts;
 mod survey;
 mod web;
