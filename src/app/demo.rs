@@ -133,14 +133,16 @@ pub fn generate_study(
                     source_ref: None,
                     imported: false,
                     situation_id: ids.get(k % ids.len().max(1)).copied(),
-                    demographics: Some(
-                        serde_json::json!({"gender": if k % 2 == 0 { "Female" } else { "Male" },
-                            "year_of_birth": (1950 + k % 50).to_string(),
-                            "country": "United Kingdom, \"Great\" Britain",
-                            "employment_status": "Employed",
-                            "education": "University - Bachelors"})
-                        .to_string(),
-                    ),
+                    demographics: match serde_json::json!({
+                        "gender": if k % 2 == 0 { "Female" } else { "Male" },
+                        "year_of_birth": (1950 + k % 50).to_string(),
+                        "country": "United Kingdom, \"Great\" Britain",
+                        "employment_status": "Employed",
+                        "education": "University - Bachelors"})
+                    {
+                        serde_json::Value::Object(m) => Some(Json(m)),
+                        _ => None,
+                    },
                     default_answers: answers(1),
                     evoked_answers: answers(2),
                     created_at: t - chrono::Duration::seconds(600),

@@ -244,7 +244,7 @@ pub fn import_humans(
                 source_ref: Some(r.source_ref.clone()),
                 imported: true,
                 situation_id: Some(*situation),
-                demographics: Some(serde_json::Value::Object(demographics).to_string()),
+                demographics: Some(store::Json(demographics)),
                 default_answers: r.before.clone(),
                 evoked_answers: r.after.clone(),
                 created_at: t,

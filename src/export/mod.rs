@@ -572,13 +572,10 @@ pub fn write_wide<W: Write>(
             let mut row = identity(&ctx, p);
             row.push(time(p.created_at));
             row.push(opt_time(p.completed_at));
-            let demo: serde_json::Map<String, serde_json::Value> = p
-                .demographics
-                .as_deref()
-                .and_then(|d| serde_json::from_str(d).ok())
-                .unwrap_or_default();
+            // Decoded with the row: stored answers that are not a JSON object are `Corrupt`.
+            let demo = p.demographics.as_ref().map(|d| &d.0);
             for d in &ctx.demographics {
-                row.push(match demo.get(d) {
+                row.push(match demo.and_then(|m| m.get(d)) {
                     Some(serde_json::Value::String(s)) => s.clone(),
                     Some(serde_json::Value::Null) | None => String::new(),
                     Some(v) => v.to_string(),

@@ -9,7 +9,9 @@ use diesel::prelude::*;
 
 use super::columns::corrupt_row;
 use super::schema::{participants, responses};
-use super::{DbConnection, ParticipantId, SituationId, StoreError, StudyId, now};
+use super::{
+    DbConnection, DemographicAnswers, ParticipantId, SituationId, StoreError, StudyId, now,
+};
 use crate::domain::measure::Measure;
 use crate::domain::split::Side;
 use crate::domain::survey::{Page, PageEvent, ParticipantStatus};
@@ -22,8 +24,7 @@ pub struct NewCompleted {
     pub source_ref: Option<String>,
     pub imported: bool,
     pub situation_id: Option<SituationId>,
-    /// JSON object.
-    pub demographics: Option<String>,
+    pub demographics: Option<DemographicAnswers>,
     pub default_answers: Vec<i32>,
     pub evoked_answers: Vec<i32>,
     pub created_at: NaiveDateTime,
@@ -141,7 +142,7 @@ pub struct ExportParticipant {
     pub prolific_session_id: Option<String>,
     pub status: ParticipantStatus,
     pub situation_id: Option<SituationId>,
-    pub demographics: Option<String>,
+    pub demographics: Option<DemographicAnswers>,
     pub flag_straightline: bool,
     pub flag_fast: bool,
     pub flag_failed_check: bool,

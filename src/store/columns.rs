@@ -94,6 +94,13 @@ impl JsonValue for Vec<String> {
     const WHAT: &'static str = "list of names";
 }
 
+impl JsonValue for serde_json::Map<String, serde_json::Value> {
+    const WHAT: &'static str = "demographic answers";
+}
+
+/// A participant's demographic answers: field name -> answer (a JSON object).
+pub type DemographicAnswers = Json<serde_json::Map<String, serde_json::Value>>;
+
 impl JsonValue for Option<RunManifest> {
     const WHAT: &'static str = "run parameters";
 }
@@ -162,7 +169,7 @@ impl<T: JsonValue> ToSql<Text, MultiBackend> for Json<T> {
 /// The columns of a table that hold a typed value, with the type's name as [`BadValue`]
 /// gives it: which column a decoding error came from.
 fn column_of(table: &str, what: &str) -> &'static str {
-    use super::schema::{model_runs, model_trials, studies};
+    use super::schema::{model_runs, model_trials, participants, studies};
     use diesel::Column;
     match (table, what) {
         (_, "study status" | "participant status" | "run status" | "trial status") => "status",
@@ -174,6 +181,7 @@ fn column_of(table: &str, what: &str) -> &'static str {
         (_, "error class") => "error_class",
         (_, "account role") => "role",
         ("studies", "list of names") => studies::demographics::NAME,
+        ("participants", "demographic answers") => participants::demographics::NAME,
         ("model_runs", "run parameters") => model_runs::params::NAME,
         ("model_trials", "item order") => model_trials::item_order::NAME,
         ("model_trials", "score list") => model_trials::scores::NAME,

@@ -18,7 +18,7 @@ pub mod studies;
 pub mod users;
 pub mod writer;
 
-pub use columns::{ItemOrder, Json, Scores};
+pub use columns::{DemographicAnswers, ItemOrder, Json, Scores};
 pub use db::{DbConnection, DbError, Pool, PooledConnection};
 
 use chrono::{NaiveDateTime, Utc};

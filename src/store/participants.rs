@@ -17,7 +17,9 @@ use super::schema::{
     attention_checks, page_events, participants, responses, situation_counts, situations,
 };
 use super::studies::Study;
-use super::{DbConnection, ParticipantId, SituationId, StoreError, StudyId, now};
+use super::{
+    DbConnection, DemographicAnswers, ParticipantId, SituationId, StoreError, StudyId, now,
+};
 use crate::domain::assignment::{self, Assignment, Cell};
 use crate::domain::measure::Measure;
 use crate::domain::survey::{Outcome, Page, PageEvent, ParticipantStatus};
@@ -38,7 +40,7 @@ pub struct Participant {
     pub reserved_until: Option<NaiveDateTime>,
     pub order_default: Option<ItemOrder>,
     pub order_evoked: Option<ItemOrder>,
-    pub demographics: Option<String>,
+    pub demographics: Option<DemographicAnswers>,
     pub flag_straightline: bool,
     pub flag_fast: bool,
     pub flag_failed_check: bool,
@@ -639,7 +641,7 @@ pub fn withdraw(conn: &mut DbConnection, participant: ParticipantId) -> Result<(
             .set((
                 participants::status.eq(ParticipantStatus::Withdrawn),
                 participants::page.eq(Page::Withdrawn),
-                participants::demographics.eq(None::<String>),
+                participants::demographics.eq(None::<DemographicAnswers>),
                 participants::reserved_until.eq(None::<NaiveDateTime>),
                 participants::updated_at.eq(now()),
             ))

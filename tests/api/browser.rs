@@ -660,7 +660,7 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
     assert_eq!(stored.len(), 40);
     assert_eq!(stored, clicked);
     let demo: BTreeMap<String, String> =
-        serde_json::from_str(p.demographics.as_deref().unwrap()).unwrap();
+        serde_json::from_value(serde_json::Value::Object(p.demographics.unwrap().0)).unwrap();
     let want_demo: BTreeMap<String, String> = demographics
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

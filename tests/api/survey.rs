@@ -199,7 +199,7 @@ fn the_whole_flow_from_the_prolific_link_to_the_completion_redirect(db: TestDb) 
             "{phase} {item}"
         );
     }
-    let demo: serde_json::Value = serde_json::from_str(p.demographics.as_deref().unwrap()).unwrap();
+    let demo = serde_json::Value::Object(p.demographics.clone().unwrap().0);
     assert_eq!(demo["education"], "University - Masters");
     drop(conn);
     assert_eq!(count(&app, "attention_checks"), 1);
