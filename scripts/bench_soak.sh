@@ -10,7 +10,9 @@
 # and of p99.
 # Usage: bash scripts/bench_soak.sh [sqlite|postgres] [FRESH] [SOAK]
 # Environment: C (default 50), THINK_MS (20), BIN (target/release/emotionbench),
-#   OUT (a directory to keep the JSON reports and samples in; default a temporary one).
+#   OUT (a directory to keep the JSON reports, samples and the server's log in; default a
+#   temporary one), LOG (the server's log filter, default warn; `warn,emotionbench::wal=info`
+#   logs each WAL reset with the time it held the write lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend="${1:-sqlite}"; fresh="${2:-2000}"; soak="${3:-60000}"
@@ -36,7 +38,8 @@ else
 fi
 DATABASE_URL="$url" "$bin" bench prepare-study --slug soak >/dev/null
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-DATABASE_URL="$url" EMOTIONBENCH_LOG=warn "$bin" serve --bind "127.0.0.1:$port" & pid=$!
+DATABASE_URL="$url" EMOTIONBENCH_LOG="${LOG:-warn}" "$bin" serve --bind "127.0.0.1:$port" \
+  2>"$out/server.log" & pid=$!
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
 sample() {

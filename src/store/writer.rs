@@ -108,9 +108,13 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(5
 /// back to whenever it rewinds). Under continuous load a PASSIVE checkpoint never
 /// lets the WAL rewind: the writer appends while the checkpoint copies, so the WAL is never
 /// fully copied at the moment a transaction starts, and the file grew by ~34 MB/s for as long
-/// as the load lasted (10 GB in five minutes, issue #23). 64 MiB is about two seconds of
-/// the heaviest load measured here, so resets are rare and each has little left to copy.
-pub const WAL_RESET_BYTES: u64 = 64 * 1024 * 1024;
+/// as the load lasted (10 GB in five minutes, issue #23). Each reset holds the write lock for
+/// 25-150 ms (measured with `LOG=warn,emotionbench::wal=info bash scripts/bench_soak.sh`): the
+/// last frames are copied, the database file synced, and readers still on the WAL waited for.
+/// At 64 MiB that came every ~3 s under the soak's load, often enough to reach the survey's
+/// p99; 160 MiB makes it every ~7 s and still keeps the file well under the 256 MB the issue
+/// allows (the WAL grows ~25 MB/s at most between two ticks of the checkpointer).
+pub const WAL_RESET_BYTES: u64 = 160 * 1024 * 1024;
 
 /// How long a resetting checkpoint may wait for the writer and for readers. While it waits for
 /// readers it holds the write lock, so this bounds what it can add to a survey request; when the
@@ -177,8 +181,19 @@ fn checkpoint(
             continue;
         };
         // SQLITE_BUSY comes back as a row, not an error: the next tick retries.
-        if let Err(e) = conn.batch_execute(reset) {
-            tracing::warn!(error = %e, wal_bytes = size, "WAL reset");
+        let started = std::time::Instant::now();
+        match diesel::RunQueryDsl::get_result::<CheckpointRow>(diesel::sql_query(reset), &mut conn)
+        {
+            // The time a reset held the write lock is what it can add to a survey request.
+            Ok(row) => tracing::info!(
+                target: "emotionbench::wal",
+                mode = reset,
+                busy = row.busy != 0,
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                wal_bytes = size,
+                "WAL reset"
+            ),
+            Err(e) => tracing::warn!(error = %e, wal_bytes = size, "WAL reset"),
         }
     }
 }
@@ -188,6 +203,8 @@ const PAGE_BYTES: u64 = 4096;
 
 #[derive(diesel::QueryableByName)]
 struct CheckpointRow {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    busy: i32,
     #[diesel(sql_type = diesel::sql_types::Integer)]
     log: i32,
 }
