@@ -19,6 +19,24 @@ sed -e "s#serve-1:8080#127.0.0.1:18081#; s#serve-2:8080#127.0.0.1:18082#" \
 nginx -t -q -c "$tmp/nginx.conf" -g "pid $tmp/nginx.pid; error_log $tmp/error.log;"
 echo "nginx.conf: ok"
 
+echo "== nginx.conf: HSTS in every location that adds headers"
+# A location with an add_header of its own inherits none of the server's (the /assets/ block
+# once served without HSTS): each such location must repeat Strict-Transport-Security.
+awk '
+  /^[[:space:]]*location[[:space:]]/ { inloc = 1; name = $2; adds = 0; hsts = 0; depth = 0 }
+  inloc {
+    if ($0 ~ /add_header/) adds = 1
+    if ($0 ~ /add_header[[:space:]]+Strict-Transport-Security/) hsts = 1
+    n = gsub(/{/, "{"); m = gsub(/}/, "}"); depth += n - m
+    if (depth == 0 && (n > 0 || m > 0)) {
+      if (adds && !hsts) { print "location " name ": add_header without Strict-Transport-Security"; bad = 1 }
+      inloc = 0
+    }
+  }
+  END { exit bad }
+' "$here/nginx.conf"
+echo "HSTS: ok"
+
 echo "== systemd-analyze verify"
 for unit in emotionbench-serve.service emotionbench-worker.service; do
   sed -e "s#/usr/local/bin/emotionbench#$(realpath "$bin")#" \

@@ -25,6 +25,9 @@ pub struct Settings {
     pub log: String,
     /// Largest form body accepted (bytes); larger requests get 413. A PANAS page is < 1 KiB.
     pub max_body_bytes: usize,
+    /// Seconds a client may take to send a request's head, and again its body; slower
+    /// requests get 408 and their connection is closed.
+    pub request_timeout_seconds: u64,
     /// Model-run worker slots inside `serve` (0: none; runs then need `emotionbench worker`).
     /// Unset: the sum of the providers' concurrency.
     pub worker_slots: Option<usize>,
@@ -244,6 +247,7 @@ impl Default for Settings {
             auto_migrate: true,
             log: "info".into(),
             max_body_bytes: 32 * 1024,
+            request_timeout_seconds: 10,
             worker_slots: None,
             trusted_proxies: Vec::new(),
             providers: Vec::new(),
@@ -264,6 +268,7 @@ struct FileSettings {
     auto_migrate: Option<bool>,
     log: Option<String>,
     max_body_bytes: Option<usize>,
+    request_timeout_seconds: Option<u64>,
     worker_slots: Option<usize>,
     trusted_proxies: Option<Vec<String>>,
     providers: Option<Vec<ProviderConfig>>,
@@ -341,6 +346,9 @@ impl Settings {
         if let Some(v) = f.max_body_bytes {
             self.max_body_bytes = v;
         }
+        if let Some(v) = f.request_timeout_seconds {
+            self.request_timeout_seconds = v;
+        }
         if let Some(v) = f.worker_slots {
             self.worker_slots = Some(v);
         }
@@ -398,6 +406,9 @@ impl Settings {
         }
         if let Some(v) = env("EMOTIONBENCH_MAX_BODY_BYTES") {
             self.max_body_bytes = parse_env("EMOTIONBENCH_MAX_BODY_BYTES", v)?;
+        }
+        if let Some(v) = env("EMOTIONBENCH_REQUEST_TIMEOUT_SECONDS") {
+            self.request_timeout_seconds = parse_env("EMOTIONBENCH_REQUEST_TIMEOUT_SECONDS", v)?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::{Researcher, actor};
 use crate::app::exports::{self, ExportKind};
+use crate::export::Cells;
 use crate::store::{cohorts::StatusFilter, studies};
 use crate::web::error::AppError;
 use crate::web::state::AppState;
@@ -63,9 +64,11 @@ impl futures_core::Stream for Body {
 #[derive(serde::Deserialize)]
 pub struct ExportQuery {
     status: Option<String>,
+    /// `1`: text cells as stored, without formula neutralisation (for scripts).
+    raw: Option<String>,
 }
 
-/// `GET /admin/studies/{study}/export/{long|wide|codebook}.csv[?status=completed|all]`
+/// `GET /admin/studies/{study}/export/{long|wide|codebook}.csv[?status=completed|all][&raw=1]`
 pub async fn download(
     state: web::Data<AppState>,
     user: Researcher,
@@ -90,6 +93,11 @@ pub async fn download(
             }
         },
     };
+    let cells = match query.raw.as_deref() {
+        None | Some("" | "0" | "false") => Cells::Neutralised,
+        Some("1" | "true") => Cells::Raw,
+        Some(_) => return Err(AppError::BadRequest("raw must be 1 or 0".into())),
+    };
     let s2 = slug.clone();
     if state
         .db(move |conn| Ok(studies::find(conn, &s2)?))
@@ -111,7 +119,7 @@ pub async fn download(
             .get()
             .map_err(|e| e.to_string())
             .and_then(|mut conn| {
-                exports::export(&mut conn, &s2, kind, filter, &who, &mut writer)
+                exports::export(&mut conn, &s2, kind, filter, cells, &who, &mut writer)
                     .map_err(|e| e.to_string())
             })
             .and_then(|_| writer.flush().map_err(|e| e.to_string()));

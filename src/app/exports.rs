@@ -28,12 +28,16 @@ impl ExportKind {
     }
 }
 
-/// Streams one export of the study `slug` into `out` and records it in the audit log.
+/// Streams one export of the study `slug` into `out` and records it in the audit log. Text
+/// cells are formula-neutralised unless `cells` is `Raw` (see `export::cells`); the audit entry
+/// says which.
+#[allow(clippy::too_many_arguments)]
 pub fn export(
     conn: &mut DbConnection,
     slug: &str,
     kind: ExportKind,
     filter: store::cohorts::StatusFilter,
+    cells: crate::export::Cells,
     actor: &audit::Actor,
     out: impl std::io::Write,
 ) -> Result<crate::export::ExportStats> {
@@ -41,9 +45,9 @@ pub fn export(
         .map_err(StoreError::from)?
         .ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
     let stats = match kind {
-        ExportKind::Long => crate::export::write_long(conn, study.id, filter, out)?,
-        ExportKind::Wide => crate::export::write_wide(conn, study.id, filter, out)?,
-        ExportKind::Codebook => crate::export::write_codebook(conn, study.id, out)?,
+        ExportKind::Long => crate::export::write_long(conn, study.id, filter, cells, out)?,
+        ExportKind::Wide => crate::export::write_wide(conn, study.id, filter, cells, out)?,
+        ExportKind::Codebook => crate::export::write_codebook(conn, study.id, cells, out)?,
         // Its records come from a split side in a format: `export_finetune` takes both.
         ExportKind::Finetune => {
             return Err(super::error::invalid(
@@ -56,7 +60,11 @@ pub fn export(
         actor,
         &format!("export.{}", kind.as_str()),
         Some(slug),
-        Some(&serde_json::json!({"rows": stats.rows, "participants": stats.participants})),
+        Some(&serde_json::json!({
+            "rows": stats.rows,
+            "participants": stats.participants,
+            "raw_cells": cells == crate::export::Cells::Raw,
+        })),
     )
     .map_err(StoreError::from)?;
     Ok(stats)

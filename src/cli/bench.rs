@@ -273,6 +273,7 @@ fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()
                 &mut conn,
                 study,
                 store::cohorts::StatusFilter::Completed,
+                emotionbench::export::Cells::Neutralised,
                 file,
             )?
         }
@@ -280,6 +281,7 @@ fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()
             &mut conn,
             study,
             store::cohorts::StatusFilter::Completed,
+            emotionbench::export::Cells::Neutralised,
             std::io::sink(),
         )?,
     };
@@ -340,6 +342,7 @@ fn bench_report(
             let text = emotionbench::export::report::render(
                 &report,
                 emotionbench::export::report::Format::Json,
+                emotionbench::export::Cells::Neutralised,
             )?;
             times.push(t.elapsed().as_secs_f64());
             cohorts = report.cohorts.len();

@@ -19,7 +19,12 @@ pub struct DemoArgs {
 }
 
 pub fn run(mut settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&args.data_dir)
+    // Owner-only when created here: the directory holds the database and its WAL.
+    let mut dir = std::fs::DirBuilder::new();
+    dir.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+    dir.create(&args.data_dir)
         .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
     let db_path = absolute(&args.data_dir.join("emotionbench.db"));
     settings.database_url = format!("sqlite://{}", db_path.display());

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use emotionbench::app::exports::{self, ExportKind};
 use emotionbench::domain::split::Side;
-use emotionbench::export::ExportStats;
 use emotionbench::export::finetune::FinetuneFormat;
+use emotionbench::export::{Cells, ExportStats};
 use emotionbench::store::DbConnection;
 use emotionbench::store::audit::Actor;
 use emotionbench::store::cohorts::StatusFilter;
@@ -30,9 +30,14 @@ pub struct ExportArgs {
     /// finetune: the record layout.
     #[arg(long, value_enum, default_value_t = FinetuneFormat::Openai)]
     format: FinetuneFormat,
-    /// Write here instead of standard output.
+    /// Write here instead of standard output (created readable by its owner only).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Text cells exactly as stored. By default a text cell beginning with =, +, -, @, a tab or
+    /// a carriage return gets a leading ' so spreadsheets do not run it as a formula; use this
+    /// for scripts that need the stored values (never open such a file in a spreadsheet).
+    #[arg(long)]
+    raw_cells: bool,
 }
 
 #[derive(clap::Args)]
@@ -64,6 +69,7 @@ pub fn run(settings: &Settings, args: ExportArgs) -> anyhow::Result<()> {
                 &args.study,
                 args.what,
                 args.status,
+                Cells::raw_if(args.raw_cells),
                 &Actor::Cli,
                 out,
             )?
@@ -86,7 +92,7 @@ fn to_file(conn: &mut DbConnection, args: &ExportArgs, path: &Path) -> anyhow::R
     let mut partial = path.to_path_buf().into_os_string();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
-    let file = std::fs::File::create(&partial)
+    let file = super::create_private(&partial)
         .with_context(|| format!("cannot create {}", partial.display()))?;
     let mut out = std::io::BufWriter::new(file);
     let stats = exports::export(
@@ -94,6 +100,7 @@ fn to_file(conn: &mut DbConnection, args: &ExportArgs, path: &Path) -> anyhow::R
         &args.study,
         args.what,
         args.status,
+        Cells::raw_if(args.raw_cells),
         &Actor::Cli,
         &mut out,
     )?;
@@ -117,7 +124,7 @@ fn finetune(conn: &mut DbConnection, args: &ExportArgs) -> anyhow::Result<()> {
     )?;
     match &args.output {
         Some(path) => {
-            std::fs::write(path, &buffer)
+            super::write_private(path, &buffer)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
                 "wrote {} records ({} participants) to {}",

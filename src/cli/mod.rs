@@ -38,3 +38,27 @@ fn init_tracing(filter: &str) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
+
+/// Creates (or truncates) an output file readable by its owner only: exports and reports hold
+/// participants' data, and a umask of 022 would make them world-readable. An existing file is
+/// narrowed to 0600 as well, since its old readers should not see the new contents.
+pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(path)?;
+    #[cfg(unix)]
+    file.set_permissions(
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
+    )?;
+    Ok(file)
+}
+
+/// Writes `bytes` to a new owner-only file (see [`create_private`]).
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = create_private(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}

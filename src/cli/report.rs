@@ -7,6 +7,7 @@ use emotionbench::Settings;
 use emotionbench::app::report::{ModelSelection, ReportRequest, parse_alpha, report};
 use emotionbench::domain::report::{Correction, Mode, Options, Unit};
 use emotionbench::domain::split::Side;
+use emotionbench::export::Cells;
 use emotionbench::export::report::{Format, render};
 
 use super::db;
@@ -47,9 +48,14 @@ pub struct ReportArgs {
     /// html, md, csv or json.
     #[arg(long, default_value = "md")]
     format: Format,
-    /// Write here instead of standard output.
+    /// Write here instead of standard output (created readable by its owner only).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// csv: text cells exactly as stored. By default a text cell (a model, factor or category
+    /// name) beginning with =, +, -, @, a tab or a carriage return gets a leading ' so
+    /// spreadsheets do not run it as a formula.
+    #[arg(long)]
+    raw_cells: bool,
 }
 
 pub fn run(settings: &Settings, args: ReportArgs) -> anyhow::Result<()> {
@@ -69,10 +75,10 @@ pub fn run(settings: &Settings, args: ReportArgs) -> anyhow::Result<()> {
         ..ReportRequest::new(&args.study, options)
     };
     let report = report(&mut conn, &request)?;
-    let text = render(&report, args.format)?;
+    let text = render(&report, args.format, Cells::raw_if(args.raw_cells))?;
     match &args.output {
         Some(path) => {
-            std::fs::write(path, text)
+            super::write_private(path, text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("wrote the report to {}", path.display());
         }

@@ -88,6 +88,38 @@ fn answer(
     Ok(v)
 }
 
+/// The years a year of birth may take. The parsers are pure (no clock), and the point is to
+/// refuse what is not a year at all (a formula such as `=HYPERLINK(…)`, a typo, a shifted
+/// column), not to judge whether a birth year is plausible for a given study date.
+pub const BIRTH_YEARS: std::ops::RangeInclusive<i32> = 1900..=2099;
+
+/// Where `year_of_birth` sits in [`DEFAULT_DEMOGRAPHICS`] (a unit test holds it there).
+const YEAR_OF_BIRTH: usize = 1;
+
+/// `year_of_birth` must be empty, "Prefer not to say" (the survey's option), or a year in
+/// [`BIRTH_YEARS`] written as four digits.
+fn check_year_of_birth(raw: &str, place: impl Fn() -> String) -> Result<(), ImportError> {
+    let t = raw.trim();
+    if t.is_empty() || t == super::survey::PREFER_NOT {
+        return Ok(());
+    }
+    let year = (t.len() == 4 && t.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| t.parse::<i32>().ok())
+        .flatten()
+        .filter(|y| BIRTH_YEARS.contains(y));
+    match year {
+        Some(_) => Ok(()),
+        None => Err(ImportError::new(
+            place(),
+            format!(
+                "year_of_birth {t:?} is not a year between {} and {} (or empty)",
+                BIRTH_YEARS.start(),
+                BIRTH_YEARS.end()
+            ),
+        )),
+    }
+}
+
 fn check_sums(
     instrument: &Instrument,
     r: &HumanRecord,
@@ -209,6 +241,9 @@ pub fn parse_csv(text: &str, instrument: &Instrument) -> Result<Vec<HumanRecord>
             before,
             after,
         };
+        check_year_of_birth(get(demo[YEAR_OF_BIRTH]), || {
+            format!("{place}, column year_of_birth")
+        })?;
         let given: Vec<(String, &str)> = sums.iter().map(|(k, c)| (k.clone(), get(*c))).collect();
         check_sums(instrument, &record, &given, &place)?;
         out.push(record);
@@ -350,6 +385,10 @@ pub fn parse_crowd_sheet(
             before: read(&before_rows)?,
             after: read(&after_rows)?,
         };
+        let year_row = demo_rows[YEAR_OF_BIRTH];
+        check_year_of_birth(cell(year_row, c), || {
+            format!("column {}, row {}", column_name(c), year_row + 1)
+        })?;
         let given: Vec<(String, &str)> = sum_rows
             .iter()
             .map(|(k, r)| (k.clone(), cell(*r, c)))
@@ -424,6 +463,22 @@ mod tests {
     }
 
     #[test]
+    fn a_year_of_birth_that_is_not_a_year_is_refused_with_its_place() {
+        assert_eq!(DEFAULT_DEMOGRAPHICS[YEAR_OF_BIRTH], "year_of_birth");
+        let p = Instrument::panas();
+        for bad in ["=1+1", "-1990", "19900", "1899", "nineteen", "1990.5"] {
+            let text = csv_text(20).replace(",1990,", &format!(",\"{bad}\","));
+            let e = parse_csv(&text, &p).unwrap_err();
+            assert_eq!(e.location, "line 2, column year_of_birth", "{bad}");
+            assert!(e.reason.contains("year_of_birth"), "{e}");
+        }
+        for good in ["", "Prefer not to say", "2005", " 1937 "] {
+            let text = csv_text(20).replace(",1990,", &format!(",{good},"));
+            assert!(parse_csv(&text, &p).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
     fn an_out_of_range_answer_names_its_cell() {
         let p = Instrument::panas();
         let text = csv_text(20).replacen(",2,", ",9,", 1);
@@ -463,14 +518,19 @@ mod import_properties {
         (
             (0..WORDS.len(), 1..6u32, 1..8u32),
             proptest::collection::vec("[A-Za-z ,\"'-]{0,12}", 5),
+            BIRTH_YEARS,
             proptest::collection::vec(1..=5i32, 20),
             proptest::collection::vec(1..=5i32, 20),
         )
-            .prop_map(|(situation, demographics, before, after)| Person {
-                situation,
-                demographics,
-                before,
-                after,
+            .prop_map(|(situation, mut demographics, year, before, after)| {
+                // year_of_birth is checked on import: a year (text elsewhere).
+                demographics[YEAR_OF_BIRTH] = year.to_string();
+                Person {
+                    situation,
+                    demographics,
+                    before,
+                    after,
+                }
             })
     }
 

@@ -40,6 +40,15 @@ impl std::fmt::Display for StudyStatus {
     }
 }
 
+/// Slugs a study may not take: a study's pages live at `/admin/studies/{slug}`, so a study
+/// called `new` would be shadowed by the new-study form (or shadow it, depending on route
+/// order). Every literal first segment under `/admin/studies/` in the route table must be here
+/// (`web::routes`' unit test checks it); the rest are words a later route may well use.
+pub const RESERVED_SLUGS: [&str; 12] = [
+    "new", "edit", "delete", "create", "import", "export", "report", "status", "search", "admin",
+    "assets", "login",
+];
+
 /// The demographic questions of the paper's Prolific study, asked by default.
 pub const DEFAULT_DEMOGRAPHICS: [&str; 5] = [
     "gender",
@@ -99,17 +108,29 @@ impl StudyConfig {
         }
     }
 
-    /// Checks what a database constraint cannot: the slug is used in URLs.
+    /// Checks what a database constraint cannot: the slug is used in URLs, file names and on
+    /// command lines (`--study SLUG`, hence no leading '-').
     pub fn validate(&self) -> Result<(), String> {
-        let slug_ok = !self.slug.is_empty()
-            && self.slug.len() <= 64
+        let slug_ok = self.slug.len() <= 64
+            && self
+                .slug
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
             && self
                 .slug
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
         if !slug_ok {
             return Err(format!(
-                "invalid slug {:?}: use 1-64 lowercase letters, digits or '-'",
+                "invalid slug {:?}: use 1-64 lowercase letters, digits or '-', starting with a \
+                 letter or digit",
+                self.slug
+            ));
+        }
+        if RESERVED_SLUGS.contains(&self.slug.as_str()) {
+            return Err(format!(
+                "the slug {:?} is reserved: it is a word of the admin pages' addresses",
                 self.slug
             ));
         }
@@ -144,7 +165,16 @@ mod tests {
 
     #[test]
     fn slugs_must_be_url_safe() {
-        for bad in ["", "Has Space", "UPPER", "a/b", &"x".repeat(65)] {
+        for bad in [
+            "",
+            "Has Space",
+            "UPPER",
+            "a/b",
+            "-x",
+            "new",
+            "edit",
+            &"x".repeat(65),
+        ] {
             assert!(StudyConfig::new(bad, "t").validate().is_err(), "{bad:?}");
         }
         assert!(StudyConfig::new("ok", " ").validate().is_err());

@@ -7,7 +7,10 @@
 //! The output is RFC 4180 CSV (the `csv` crate), UTF-8, with a header row; times are ISO 8601
 //! UTC (`2026-01-31T12:00:00Z`); booleans `true`/`false`; missing values empty. The writers
 //! take any [`std::io::Write`], so the web layer can stream them into a response body.
+//! Text cells a spreadsheet would run as a formula are neutralised unless the caller asks for
+//! raw cells ([`cells`]); the codebook says which columns are text and how they were written.
 
+pub mod cells;
 pub mod finetune;
 pub mod report;
 
@@ -15,6 +18,8 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use chrono::{NaiveDateTime, SecondsFormat};
+
+pub use cells::Cells;
 
 use crate::domain::instrument::{Convention, Instrument};
 use crate::domain::measure::Measure;
@@ -333,7 +338,7 @@ fn wide_columns(ctx: &Context) -> Vec<Column> {
             &d.replace('_', " "),
             "string",
             "",
-            "Demographic answer, verbatim as given.",
+            "Demographic answer as given.",
         ));
     }
     c.extend(situation_columns());
@@ -429,6 +434,22 @@ fn wide_columns(ctx: &Context) -> Vec<Column> {
     c
 }
 
+/// Which columns hold text (neutralised unless raw); numbers, booleans and times never are.
+fn text_columns(cols: &[Column]) -> Vec<bool> {
+    cols.iter().map(|c| c.kind == "string").collect()
+}
+
+/// The header row: names come from the study's configuration (demographic fields), so they are
+/// text cells like any other.
+fn write_header<W: Write>(
+    w: &mut csv::Writer<W>,
+    cols: &[Column],
+    cells: Cells,
+) -> Result<(), ExportError> {
+    cells::write_record(w, cells, &[], cols.iter().map(|c| c.name.as_str()))?;
+    Ok(())
+}
+
 fn identity(ctx: &Context, p: &ExportParticipant) -> Vec<String> {
     vec![
         ctx.study.slug.clone(),
@@ -480,11 +501,14 @@ pub fn write_long<W: Write>(
     conn: &mut DbConnection,
     study: StudyId,
     filter: StatusFilter,
+    cells: Cells,
     out: W,
 ) -> Result<ExportStats, ExportError> {
     let ctx = context(conn, study)?;
     let mut w = csv::Writer::from_writer(std::io::BufWriter::with_capacity(1 << 16, out));
-    w.write_record(long_columns(&ctx).iter().map(|c| c.name.as_str()))?;
+    let columns = long_columns(&ctx);
+    write_header(&mut w, &columns, cells)?;
+    let text = text_columns(&columns);
     let mut stats = ExportStats::default();
     let items: HashMap<i32, &str> = ctx
         .instrument
@@ -529,7 +553,7 @@ pub fn write_long<W: Write>(
                     answered.as_str(),
                     completed.as_str(),
                 ]);
-            w.write_record(record)?;
+            cells::write_record(&mut w, cells, &text, record)?;
             stats.rows += 1;
         }
         stats.participants += page.len();
@@ -544,11 +568,14 @@ pub fn write_wide<W: Write>(
     conn: &mut DbConnection,
     study: StudyId,
     filter: StatusFilter,
+    cells: Cells,
     out: W,
 ) -> Result<ExportStats, ExportError> {
     let ctx = context(conn, study)?;
     let mut w = csv::Writer::from_writer(std::io::BufWriter::with_capacity(1 << 16, out));
-    w.write_record(wide_columns(&ctx).iter().map(|c| c.name.as_str()))?;
+    let columns = wide_columns(&ctx);
+    write_header(&mut w, &columns, cells)?;
+    let text = text_columns(&columns);
     let n = ctx.instrument.items.len();
     let mut stats = ExportStats::default();
     for_each_page(conn, study, filter, |conn, page, answers| {
@@ -614,7 +641,7 @@ pub fn write_wide<W: Write>(
                     .unwrap_or_default(),
             );
             row.push(seconds.get(&p.id).map(i64::to_string).unwrap_or_default());
-            w.write_record(&row)?;
+            cells::write_record(&mut w, cells, &text, row.iter().map(String::as_str))?;
             stats.rows += 1;
         }
         stats.participants += page.len();
@@ -624,10 +651,14 @@ pub fn write_wide<W: Write>(
     Ok(stats)
 }
 
-/// Writes the codebook: one row per column of the long and the wide file.
+/// Writes the codebook: one row per column of the long and the wide file. The meaning of every
+/// text column says how its cells were written (`cells`: neutralised or raw), so the codebook
+/// should come from the same setting as the files it describes. Its own cells are all text
+/// (item wordings, category names) and are written the same way.
 pub fn write_codebook<W: Write>(
     conn: &mut DbConnection,
     study: StudyId,
+    cells: Cells,
     out: W,
 ) -> Result<ExportStats, ExportError> {
     let ctx = context(conn, study)?;
@@ -643,7 +674,17 @@ pub fn write_codebook<W: Write>(
     let mut stats = ExportStats::default();
     for (file, cols) in [("long", long_columns(&ctx)), ("wide", wide_columns(&ctx))] {
         for c in cols {
-            w.write_record([file, &c.name, &c.label, c.kind, &c.allowed, &c.meaning])?;
+            let meaning = if c.kind == "string" {
+                format!("{} {}", c.meaning, cells.note())
+            } else {
+                c.meaning.clone()
+            };
+            cells::write_record(
+                &mut w,
+                cells,
+                &[],
+                [file, &c.name, &c.label, c.kind, &c.allowed, &meaning],
+            )?;
             stats.rows += 1;
         }
     }

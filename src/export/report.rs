@@ -5,6 +5,7 @@ use askama::Template;
 use plotters::prelude::*;
 
 use crate::domain::report::{Cohort, Group, Kind, Level, Report, signed};
+use crate::export::Cells;
 
 /// Output formats of `emotionbench report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,11 +45,12 @@ pub enum RenderError {
     CsvInto(String),
 }
 
-/// Renders the report in `format`.
-pub fn render(report: &Report, format: Format) -> Result<String, RenderError> {
+/// Renders the report in `format`; `cells` says how the CSV's text cells are written
+/// (formula-neutralised by default, see `export::cells`; the other formats ignore it).
+pub fn render(report: &Report, format: Format, cells: Cells) -> Result<String, RenderError> {
     match format {
         Format::Md => Ok(markdown(report)),
-        Format::Csv => csv_text(report),
+        Format::Csv => csv_text(report, cells),
         Format::Json => Ok(serde_json::to_string_pretty(report)? + "\n"),
         Format::Html => html(report),
     }
@@ -149,14 +151,17 @@ pub fn table2(report: &Report) -> (Vec<String>, Vec<TableRow>) {
     (header, rows)
 }
 
-/// Markdown: the Table-2 layout, then the alignment summary and the failed trials.
+/// Markdown: the Table-2 layout, then the alignment summary and the failed trials. Every text
+/// that comes from data (model and run names, the study's instrument, emotions, factors,
+/// categories, and the summaries that quote them) goes through [`md`]: a model named
+/// `<script>` or `a|b` must neither run in a Markdown viewer nor break the table.
 pub fn markdown(report: &Report) -> String {
     let (header, rows) = table2(report);
     let mut out = format!(
         "# EmotionBench report: {} ({})\n\nmode {}, unit {}, α = {}{}. Cells: ↑/↓ significant \
          change (Δ = evoked − default), − not significant; Default row: mean ± SD.\n\n",
-        report.study,
-        report.instrument,
+        md(&report.study),
+        md(&report.instrument),
         serde_plain(&report.mode),
         serde_plain(&report.unit),
         report.alpha,
@@ -167,17 +172,20 @@ pub fn markdown(report: &Report) -> String {
     );
     out.push_str(&format!(
         "Scoring: {}\n\nHumans: {}.\n\n",
-        report.scoring, report.humans_from
+        md(&report.scoring),
+        md(&report.humans_from)
     ));
     markdown_table(&mut out, &header, &rows);
     let n: Vec<String> = report
         .cohorts
         .iter()
         .map(|c| match c.kind {
-            Kind::Humans => format!("{}: {} participants", c.name, c.observations),
+            Kind::Humans => format!("{}: {} participants", md(&c.name), c.observations),
             Kind::Model => format!(
                 "{}: {} trials ({} failed, excluded)",
-                c.name, c.observations, c.failed_trials
+                md(&c.name),
+                c.observations,
+                c.failed_trials
             ),
         })
         .collect();
@@ -185,25 +193,55 @@ pub fn markdown(report: &Report) -> String {
     if !report.alignment.is_empty() {
         out.push_str("\n## Alignment with the humans\n\n");
         for a in &report.alignment {
-            out.push_str(&format!("- {}\n", a.summary));
+            out.push_str(&format!("- {}\n", md(&a.summary)));
         }
     }
     if let Some((title, header, rows)) = comparison_table(report) {
-        out.push_str(&format!("\n## {title}\n\n"));
+        out.push_str(&format!("\n## {}\n\n", md(&title)));
         markdown_table(&mut out, &header, &rows);
     }
     out
 }
 
+/// Every cell is escaped: the computed ones (`↓ (-5.1)`, `< 0.001`) read the same after it.
 fn markdown_table(out: &mut String, header: &[String], rows: &[TableRow]) {
-    out.push_str(&format!("| {} |\n", header.join(" | ")));
+    let line = |cells: &mut dyn Iterator<Item = &String>| {
+        cells.map(|c| md(c)).collect::<Vec<_>>().join(" | ")
+    };
+    out.push_str(&format!("| {} |\n", line(&mut header.iter())));
     out.push_str(&format!(
         "|{}\n",
         header.iter().map(|_| " :---: |").collect::<String>()
     ));
     for r in rows {
-        out.push_str(&format!("| {} | {} |\n", r.label, r.cells.join(" | ")));
+        out.push_str(&format!(
+            "| {} |\n",
+            line(&mut std::iter::once(&r.label).chain(&r.cells))
+        ));
     }
+}
+
+/// Text as inert Markdown: HTML's `<`, `>` and `&` become entities (no tag or entity can be
+/// written); the punctuation that makes links, code, emphasis, headings or table cells
+/// (backslash, backtick, `*`, `_`, `[`, `]`, `|`, `~`, `#`) is backslash-escaped; line breaks
+/// become spaces (a newline would end a table row). CommonMark and GitHub render the result as
+/// the original text.
+pub fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\r' | '\n' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The prompt-variant comparison as a table: title, header, one row per group × category.
@@ -295,15 +333,34 @@ fn num(x: Option<f64>) -> String {
     x.map(|v| format!("{v:?}")).unwrap_or_default()
 }
 
-fn csv_text(report: &Report) -> Result<String, RenderError> {
+/// The CSV's text columns (names of cohorts, emotions, factors, categories, and labels): the
+/// others are numbers and booleans, which are never neutralised.
+const CSV_TEXT: [&str; 13] = [
+    "study",
+    "instrument",
+    "mode",
+    "unit",
+    "cohort",
+    "kind",
+    "level",
+    "emotion",
+    "factor",
+    "category",
+    "direction",
+    "test",
+    "cell",
+];
+
+fn csv_text(report: &Report, cells: Cells) -> Result<String, RenderError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<&str> = CSV_COLUMNS.to_vec();
     header.extend(CSV_TAIL);
     w.write_record(&header)?;
+    let text: Vec<bool> = header.iter().map(|h| CSV_TEXT.contains(h)).collect();
     for c in &report.cohorts {
         for g in &c.groups {
             for x in &g.categories {
-                w.write_record([
+                let record = [
                     report.study.clone(),
                     report.instrument.clone(),
                     serde_plain(&report.mode),
@@ -331,7 +388,13 @@ fn csv_text(report: &Report) -> Result<String, RenderError> {
                     num(x.effect_size),
                     x.test.to_owned(),
                     x.cell(),
-                ])?;
+                ];
+                crate::export::cells::write_record(
+                    &mut w,
+                    cells,
+                    &text,
+                    record.iter().map(String::as_str),
+                )?;
             }
         }
     }

@@ -161,6 +161,7 @@ impl ConnectionManager {
                     })
             }
             DatabaseUrl::Sqlite(path) => {
+                create_owner_only(path);
                 let mut conn = diesel::SqliteConnection::establish(path).map_err(|source| {
                     DbError::Connect {
                         backend: "sqlite",
@@ -184,6 +185,33 @@ impl ConnectionManager {
             }
         }
     }
+}
+
+/// Creates a missing SQLite database file empty and readable by its owner only (0600).
+///
+/// Left to SQLite, a new database is created with the process umask (0644 under the usual 022)
+/// and its `-wal`, `-shm` and journal files copy the database file's permissions: participants'
+/// answers were world-readable. Created here first, all of them are owner-only. We do not set
+/// the process umask instead: it is process-wide state that a library must not change behind
+/// its caller's back (a test harness, an embedding program, other threads creating files), and
+/// it would take the unsafe code this crate forbids; the systemd units set `UMask=0077` for
+/// everything else the service writes. An existing file keeps the mode its owner gave it.
+/// Errors are left to SQLite's own open, which reports them with their cause.
+fn create_owner_only(path: &str) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A URI filename with parameters is SQLite's to interpret.
+        if !path.contains('?') {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 impl ManageConnection for ConnectionManager {

@@ -12,11 +12,12 @@ pub mod request;
 pub mod request_log;
 pub mod routes;
 pub mod state;
+pub mod timeouts;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
-use actix_web::dev::Server;
+use actix_web::dev::{Server, Service};
 use actix_web::middleware::DefaultHeaders;
 use actix_web::{App, HttpServer, web};
 
@@ -69,6 +70,7 @@ impl Application {
             n => n,
         };
         let limit = settings.max_body_bytes;
+        let timeout = std::time::Duration::from_secs(settings.request_timeout_seconds.max(1));
         // Database work runs on the blocking pool; more threads than connections would only
         // queue on the pool (and cost context switches).
         let blocking = (settings.pool_size as usize).div_ceil(workers).max(2);
@@ -93,6 +95,14 @@ impl Application {
                         }),
                 )
                 .app_data(web::PayloadConfig::default().limit(limit))
+                // Innermost, so the request log and the security headers see the 408.
+                .wrap_fn(move |mut req, srv| {
+                    let expired = timeouts::limit_body(&mut req, timeout);
+                    let call = srv.call(req);
+                    async move {
+                        Ok::<_, actix_web::Error>(timeouts::answer(call.await?, expired.as_deref()))
+                    }
+                })
                 .wrap(request_log::RequestLog)
                 .wrap(security_headers())
                 .configure(routes::routes)
@@ -100,6 +110,12 @@ impl Application {
         })
         .workers(workers)
         .worker_max_blocking_threads(blocking)
+        // The head of a request must arrive within the timeout (actix answers 408 and closes);
+        // its body has the same deadline (`timeouts`). Without nginx in front these are what
+        // stop a client that trickles bytes from holding connections open.
+        .client_request_timeout(timeout)
+        // A connection being closed gets this long to finish before it is dropped.
+        .client_disconnect_timeout(std::time::Duration::from_secs(2))
         .listen(listener)?
         .run();
         Ok(Self {

@@ -2,7 +2,7 @@
 //! only file that names handlers; handlers import the kernel (`web::state`, `web::render`,
 //! `web::csrf`, `web::error`), never this.
 
-use actix_web::web;
+use actix_web::{guard, web};
 
 use crate::web::{assets, home};
 use crate::{admin, survey};
@@ -40,10 +40,21 @@ macro_rules! route_table {
 
         /// Registers every route of [`ROUTES`]; order matters where paths overlap.
         pub fn routes(cfg: &mut web::ServiceConfig) {
-            $(cfg.route($path, web::$method().to($handler));)*
-            cfg.service(web::scope($scope)$(.route($s_path, web::$s_method().to($s_handler)))*);
+            $(cfg.route($path, $method().to($handler));)*
+            cfg.service(web::scope($scope)$(.route($s_path, $s_method().to($s_handler)))*);
         }
     };
+}
+
+/// A `get` route answers HEAD as well, as HTTP asks (RFC 9110 §9.3.2): `web::get()` matches
+/// GET only, and HEAD got 404. The handler runs as for GET; actix sends the head with its
+/// Content-Length and no body.
+fn get() -> actix_web::Route {
+    web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
+}
+
+fn post() -> actix_web::Route {
+    web::post()
 }
 
 route_table! {
@@ -81,5 +92,37 @@ route_table! {
         post "/runs/{run}/{action}"               => admin::runs::action, Admin;
         get  "/users"                             => admin::users::list, Admin;
         get  "/audit"                             => admin::audit::list, Admin;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ROUTES;
+    use crate::domain::study::RESERVED_SLUGS;
+
+    /// A study's slug is the first segment under `/admin/studies/`: a literal route word there
+    /// (`/admin/studies/new`) must be a slug no study can take.
+    #[test]
+    fn every_literal_segment_under_admin_studies_is_a_reserved_slug() {
+        let mut literals = Vec::new();
+        for (_, path, _) in ROUTES {
+            let Some(rest) = path.strip_prefix("/admin/studies/") else {
+                continue;
+            };
+            let first = rest.split('/').next().unwrap_or("");
+            if !first.starts_with('{') {
+                literals.push(first);
+            }
+        }
+        assert!(
+            literals.contains(&"new"),
+            "the table has /admin/studies/new"
+        );
+        for word in literals {
+            assert!(
+                RESERVED_SLUGS.contains(&word),
+                "/admin/studies/{word} is a route: add {word:?} to domain::study::RESERVED_SLUGS"
+            );
+        }
     }
 }

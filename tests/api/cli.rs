@@ -84,7 +84,7 @@ on_both_backends!(migrate_applies_once_then_reports_up_to_date);
 
 /// Starts `emotionbench demo` and reads its output until the start-page link; returns the
 /// child, the lines printed, and the base URL.
-fn start_demo(data_dir: &std::path::Path) -> (Child, Vec<String>, String) {
+pub(crate) fn start_demo(data_dir: &std::path::Path) -> (Child, Vec<String>, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_emotionbench"))
         .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)

@@ -23,5 +23,6 @@ mod report;
 mod runs;
 mod scaleout;
 mod security_accounts;
+mod security_data;
 mod survey;
 mod web;

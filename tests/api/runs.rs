@@ -1255,6 +1255,11 @@ fn two_templates_of_one_model_are_compared_per_emotion_with_a_test(db: TestDb) {
     assert_eq!(rows[0]["delta_b"].as_f64(), overall_pa(1));
     // Markdown: both cohorts in the table, then the comparison table with its test.
     let md = report("md");
+    // Names are Markdown-escaped in the report: the brackets would otherwise start a link.
+    let (na, nb) = (
+        emotionbench::export::report::md(&na),
+        emotionbench::export::report::md(&nb),
+    );
     assert!(
         md.contains(&format!("| Emotions | {na} P | {na} N | {nb} P | {nb} N |")),
         "{md}"
