@@ -6,17 +6,17 @@
 use crate::domain::instrument::Instrument;
 use crate::domain::measure::Measure;
 use crate::domain::survey::{
-    ATTENTION_CHECK, CONSENT_FIELD, FormErrors, Outcome, Page, grade_check, parse_demographics,
-    parse_questionnaire,
+    ATTENTION_CHECK, CONSENT_FIELD, FormErrors, Outcome, Page, SessionKey, grade_check,
+    parse_demographics, parse_questionnaire,
 };
 use crate::store::participants::{self, Effect, Participant, Submitted};
 use crate::store::studies::Study;
 use crate::store::{DbConnection, StoreError};
 
-/// A submitted survey page: whose (the participant's public id from the study's cookie), which
-/// page the form was posted to (`None`: no page of ours), and its fields.
+/// A submitted survey page: whose (the key in the study's cookie), which page the form was
+/// posted to (`None`: no page of ours), and its fields.
 pub struct PageForm {
-    pub public_id: String,
+    pub key: SessionKey,
     pub page: Option<Page>,
     pub fields: Vec<(String, String)>,
 }
@@ -159,11 +159,11 @@ pub fn submit_page(
     ignored: &[&str],
 ) -> Result<Posted, StoreError> {
     let PageForm {
-        public_id,
+        key,
         page: requested,
         fields,
     } = form;
-    let Some(p) = participants::by_public_id(conn, study.id, &public_id)? else {
+    let Some(p) = participants::by_key(conn, study.id, &key)? else {
         return Ok(Posted::NoParticipant);
     };
     let current = p.page();

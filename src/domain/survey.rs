@@ -50,6 +50,40 @@ impl Outcome {
     }
 }
 
+/// What a survey cookie holds: the participant's own session secret (the browser that started
+/// the survey), or the key of a browser that resumed the participant by Prolific id. Both may
+/// continue the survey; only the first may withdraw, since a Prolific id is known to others
+/// (the researcher, anyone with an export) and withdrawing deletes every answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionKey {
+    Owner(String),
+    Resumed(String),
+}
+
+/// Marks a resumed key in the cookie; session secrets are alphanumeric, so never start with it.
+const RESUMED_PREFIX: &str = "r-";
+
+impl SessionKey {
+    pub fn from_cookie(value: &str) -> SessionKey {
+        match value.strip_prefix(RESUMED_PREFIX) {
+            Some(key) => SessionKey::Resumed(key.to_owned()),
+            None => SessionKey::Owner(value.to_owned()),
+        }
+    }
+
+    pub fn cookie_value(&self) -> String {
+        match self {
+            SessionKey::Owner(secret) => secret.clone(),
+            SessionKey::Resumed(key) => format!("{RESUMED_PREFIX}{key}"),
+        }
+    }
+
+    /// Whether this browser may withdraw the participant (delete the answers).
+    pub fn may_withdraw(&self) -> bool {
+        matches!(self, SessionKey::Owner(_))
+    }
+}
+
 /// The consent page's form field (`yes` or `no`); the template names it the same.
 pub const CONSENT_FIELD: &str = "consent";
 

@@ -87,7 +87,7 @@ pub fn write_finetune<W: Write>(
                     Measure::Evoked => Some(m.situation_text.as_deref().ok_or_else(|| {
                         StoreError::Inconsistent(format!(
                             "participant {} has no situation for the evoked measure",
-                            m.public_id
+                            m.export_id
                         ))
                     })?),
                 };
@@ -108,7 +108,7 @@ pub fn write_finetune<W: Write>(
                     FinetuneFormat::Messages => serde_json::to_writer(
                         &mut out,
                         &MessagesRecord {
-                            participant: &m.public_id,
+                            participant: &m.export_id,
                             source_ref: m.source_ref.as_deref(),
                             measure: measure.as_str(),
                             situation: match measure {
@@ -133,6 +133,6 @@ pub fn write_finetune<W: Write>(
 fn incomplete(m: &cohorts::SplitMember, phase: Measure, found: usize, n: usize) -> ExportError {
     ExportError::Store(StoreError::Inconsistent(format!(
         "participant {} has {found} {phase} answers, expected {n}",
-        m.public_id
+        m.export_id
     )))
 }

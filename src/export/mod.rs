@@ -157,7 +157,7 @@ fn identity_columns() -> Vec<Column> {
             "Participant id",
             "string",
             "",
-            "Random anonymous id of the participant in this database (not the Prolific id).",
+            "Random anonymous id of the participant in this database: not the Prolific id, and not the survey session's secret (it cannot resume or withdraw the participant).",
         ),
         col(
             "source_ref",
@@ -453,7 +453,7 @@ fn write_header<W: Write>(
 fn identity(ctx: &Context, p: &ExportParticipant) -> Vec<String> {
     vec![
         ctx.study.slug.clone(),
-        p.public_id.clone(),
+        p.export_id.clone(),
         p.source_ref.clone().unwrap_or_default(),
         boolean(p.imported).to_owned(),
         p.prolific_pid.clone().unwrap_or_default(),

@@ -51,6 +51,7 @@ pub fn insert_completed(
                     (
                         participants::study_id.eq(study_id),
                         participants::public_id.eq(&p.public_id),
+                        participants::export_id.eq(crate::auth::password::random_secret(24)),
                         participants::prolific_pid.eq(&p.prolific_pid),
                         participants::status.eq(ParticipantStatus::Completed),
                         participants::page.eq(Page::Ended),
@@ -136,7 +137,8 @@ pub enum StatusFilter {
 #[diesel(table_name = participants)]
 pub struct ExportParticipant {
     pub id: ParticipantId,
-    pub public_id: String,
+    /// What exports call the participant (never the survey cookie's secret).
+    pub export_id: String,
     pub prolific_pid: Option<String>,
     pub prolific_study_id: Option<String>,
     pub prolific_session_id: Option<String>,
@@ -290,7 +292,7 @@ pub fn record_split(
 #[derive(Debug, Clone, Queryable)]
 pub struct SplitMember {
     pub id: ParticipantId,
-    pub public_id: String,
+    pub export_id: String,
     pub source_ref: Option<String>,
     pub situation_key: Option<String>,
     pub situation_text: Option<String>,
@@ -311,7 +313,7 @@ pub fn split_members(
         .order(participants::id)
         .select((
             participants::id,
-            participants::public_id,
+            participants::export_id,
             participants::source_ref,
             situations::key.nullable(),
             situations::text.nullable(),

@@ -22,7 +22,7 @@ use super::{
 };
 use crate::domain::assignment::{self, Assignment, Cell};
 use crate::domain::measure::Measure;
-use crate::domain::survey::{Outcome, Page, PageEvent, ParticipantStatus};
+use crate::domain::survey::{Outcome, Page, PageEvent, ParticipantStatus, SessionKey};
 
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
 #[diesel(table_name = participants)]
@@ -94,6 +94,46 @@ pub fn by_public_id(
     decoded(conn, found, |conn| {
         query.select(participants::id).get_result(conn)
     })
+}
+
+/// The participant a survey cookie names.
+pub fn by_key(
+    conn: &mut DbConnection,
+    study_id: StudyId,
+    key: &SessionKey,
+) -> QueryResult<Option<Participant>> {
+    match key {
+        SessionKey::Owner(secret) => by_public_id(conn, study_id, secret),
+        SessionKey::Resumed(key) => {
+            let query = participants::table
+                .filter(participants::study_id.eq(study_id))
+                .filter(participants::resume_id.eq(key));
+            let found = per_backend!(conn, |c| query
+                .select(Participant::as_select())
+                .get_result(c)
+                .optional());
+            decoded(conn, found, |conn| {
+                query.select(participants::id).get_result(conn)
+            })
+        }
+    }
+}
+
+/// The key a browser gets when it resumes a participant by Prolific id (see [`SessionKey`]):
+/// made once per participant and kept, so every such browser shares it.
+pub fn resume_key(conn: &mut DbConnection, participant: ParticipantId) -> QueryResult<String> {
+    let fresh = crate::auth::password::random_secret(24);
+    diesel::update(
+        participants::table
+            .find(participant)
+            .filter(participants::resume_id.is_null()),
+    )
+    .set(participants::resume_id.eq(&fresh))
+    .execute(conn)?;
+    participants::table
+        .find(participant)
+        .select(participants::resume_id.assume_not_null())
+        .get_result(conn)
 }
 
 pub fn by_pid(
@@ -199,6 +239,7 @@ pub fn create(
         .values((
             participants::study_id.eq(study.id),
             participants::public_id.eq(public_id),
+            participants::export_id.eq(crate::auth::password::random_secret(24)),
             participants::prolific_pid.eq(&arrival.prolific_pid),
             participants::prolific_study_id.eq(&arrival.prolific_study_id),
             participants::prolific_session_id.eq(&arrival.prolific_session_id),
@@ -260,10 +301,10 @@ fn record_event_at(
 pub fn open_page(
     conn: &mut DbConnection,
     study_id: StudyId,
-    public_id: &str,
+    key: &SessionKey,
     requested: Option<Page>,
 ) -> QueryResult<Option<(Participant, Option<String>)>> {
-    let Some(p) = by_public_id(conn, study_id, public_id)? else {
+    let Some(p) = by_key(conn, study_id, key)? else {
         return Ok(None);
     };
     let current = p.page();

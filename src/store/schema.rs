@@ -189,6 +189,8 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         completed_at -> Nullable<Timestamp>,
+        export_id -> Text,
+        resume_id -> Nullable<Text>,
     }
 }
 

@@ -7,19 +7,19 @@ use actix_web::HttpRequest;
 use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieDuration};
 
 use crate::domain::instrument::Instrument;
-use crate::domain::survey::Page;
+use crate::domain::survey::{Page, SessionKey};
 use crate::store::{self, participants::Participant, studies::Study};
 use crate::web::csrf;
 use crate::web::error::AppError;
 use crate::web::state::AppState;
 
-/// The cookie that holds a participant's public id for one study.
+/// The cookie that holds a participant's session key for one study ([`SessionKey`]).
 pub fn participant_cookie_name(study: &Study) -> String {
     format!("eb_p{}", study.id)
 }
 
-pub fn participant_cookie(req: &HttpRequest, study: &Study, public_id: &str) -> Cookie<'static> {
-    Cookie::build(participant_cookie_name(study), public_id.to_owned())
+pub fn participant_cookie(req: &HttpRequest, study: &Study, key: &SessionKey) -> Cookie<'static> {
+    Cookie::build(participant_cookie_name(study), key.cookie_value())
         .path(format!("/s/{}", study.slug))
         .http_only(true)
         .same_site(SameSite::Lax)
@@ -34,6 +34,8 @@ pub struct SurveyContext {
     pub study: Arc<Study>,
     pub instrument: Arc<Instrument>,
     pub participant: Option<Participant>,
+    /// This browser's key for the study, from its cookie.
+    pub key: Option<SessionKey>,
 }
 
 impl SurveyContext {
@@ -44,11 +46,11 @@ impl SurveyContext {
         req: &HttpRequest,
         slug: &str,
     ) -> Result<SurveyContext, AppError> {
-        let (mut ctx, public_id) = Self::start(state, req, slug).await?;
-        if let Some(public_id) = public_id {
+        let (mut ctx, key) = Self::start(state, req, slug).await?;
+        if let Some(key) = key {
             let id = ctx.study.id;
             ctx.participant = state
-                .survey_db(move |conn| Ok(store::participants::by_public_id(conn, id, &public_id)?))
+                .survey_db(move |conn| Ok(store::participants::by_key(conn, id, &key)?))
                 .await?;
         }
         Ok(ctx)
@@ -61,19 +63,20 @@ impl SurveyContext {
         state: &AppState,
         req: &HttpRequest,
         slug: &str,
-    ) -> Result<(SurveyContext, Option<String>), AppError> {
+    ) -> Result<(SurveyContext, Option<SessionKey>), AppError> {
         let study = state.study(slug).await?.ok_or(AppError::NotFound)?;
-        let public_id = req
+        let key = req
             .cookie(&participant_cookie_name(&study))
-            .map(|c| c.value().to_owned());
+            .map(|c| SessionKey::from_cookie(c.value()));
         let instrument = state.instrument(study.instrument_id).await?;
         Ok((
             SurveyContext {
                 study,
                 instrument,
                 participant: None,
+                key: key.clone(),
             },
-            public_id,
+            key,
         ))
     }
 

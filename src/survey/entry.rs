@@ -10,7 +10,7 @@ use super::context::{self, SurveyContext};
 use crate::domain::assignment::mix_seed;
 use crate::domain::prompt::{canonical_order, shuffled_order};
 use crate::domain::study::StudyStatus;
-use crate::domain::survey::ExternalId;
+use crate::domain::survey::{ExternalId, SessionKey};
 use crate::store::participants::{self, Arrival};
 use crate::web::csrf;
 use crate::web::error::AppError;
@@ -56,22 +56,38 @@ pub async fn get(
             .map(|s| s.chars().take(300).collect()),
     };
 
-    // The same Prolific id always resumes the same participant; a different browser then
-    // takes over the session.
+    // A link's Prolific id always wins: it resumes that id's participant, or makes a new one,
+    // whatever participant this browser's cookie names (one browser shared by two people must
+    // never store the second one's answers as the first one's). Without an id, the cookie's.
     let existing = match &arrival.prolific_pid {
         Some(pid) => {
             let pid = pid.clone();
             let id = study.id;
-            state
+            let found = state
                 .survey_db(move |conn| Ok(participants::by_pid(conn, id, &pid)?))
-                .await?
+                .await?;
+            match found {
+                // This browser started it: it keeps its own key.
+                Some(p) if ctx.participant.as_ref().is_some_and(|c| c.id == p.id) => {
+                    ctx.key.clone().map(|k| (p, k))
+                }
+                // Another browser, or one that holds someone else's cookie: it may continue
+                // this participant by the id, with a key that cannot withdraw them.
+                Some(p) => {
+                    let pid = p.id;
+                    let key = state
+                        .survey_db(move |conn| Ok(participants::resume_key(conn, pid)?))
+                        .await?;
+                    Some((p, SessionKey::Resumed(key)))
+                }
+                None => None,
+            }
         }
-        None => None,
-    }
-    .or(ctx.participant.clone());
+        None => ctx.participant.clone().zip(ctx.key.clone()),
+    };
 
-    let participant = match existing {
-        Some(p) => p,
+    let (participant, key) = match existing {
+        Some(found) => found,
         None => {
             let prolific = arrival.prolific_pid.is_some();
             let unavailable = |heading, message| Unavailable {
@@ -105,9 +121,21 @@ pub async fn get(
                 (canonical_order(n), canonical_order(n))
             };
             let s = study.clone();
-            state
+            let key = SessionKey::Owner(public_id.clone());
+            let p = state
                 .survey_db(move |conn| participants::create(conn, &s, &public_id, &arrival, orders))
-                .await?
+                .await?;
+            // Two tabs raced on one Prolific id and the other made the row: continue it as a
+            // resumed browser (this one never held the row's secret).
+            if p.public_id == key.cookie_value() {
+                (p, key)
+            } else {
+                let pid = p.id;
+                let key = state
+                    .survey_db(move |conn| Ok(participants::resume_key(conn, pid)?))
+                    .await?;
+                (p, SessionKey::Resumed(key))
+            }
         }
     };
     let (token, new_token) = csrf::token(&req);
@@ -116,11 +144,7 @@ pub async fn get(
         study.slug,
         participant.page().as_str()
     ));
-    let _ = resp.add_cookie(&context::participant_cookie(
-        &req,
-        &study,
-        &participant.public_id,
-    ));
+    let _ = resp.add_cookie(&context::participant_cookie(&req, &study, &key));
     if new_token {
         let _ = resp.add_cookie(&csrf::cookie(&req, &token));
     }

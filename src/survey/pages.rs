@@ -9,8 +9,8 @@ use askama::Template;
 use super::context::{SurveyContext, prolific_completion_url};
 use crate::app::survey::{self, PageForm, Posted};
 use crate::domain::instrument::Instrument;
-use crate::domain::survey::ParticipantStatus;
 use crate::domain::survey::{ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field};
+use crate::domain::survey::{ParticipantStatus, SessionKey};
 use crate::store::participants::{self, Participant};
 use crate::web::csrf;
 use crate::web::error::AppError;
@@ -25,7 +25,8 @@ pub struct Frame {
     pub step: usize,
     pub steps: usize,
     pub csrf: String,
-    /// Show the "withdraw" link (not on final pages).
+    /// Show the "withdraw" link (not on final pages, nor to a browser that resumed the
+    /// participant by Prolific id).
     pub can_withdraw: bool,
 }
 
@@ -39,7 +40,8 @@ impl Frame {
             step,
             steps,
             csrf: csrf.to_owned(),
-            can_withdraw: !page.is_terminal(),
+            can_withdraw: !page.is_terminal()
+                && ctx.key.as_ref().is_some_and(SessionKey::may_withdraw),
         }
     }
 
@@ -430,8 +432,8 @@ pub async fn get(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, AppError> {
     let (slug, page_name) = path.into_inner();
-    let (ctx, public_id) = SurveyContext::start(&state, &req, &slug).await?;
-    let Some(public_id) = public_id else {
+    let (ctx, key) = SurveyContext::start(&state, &req, &slug).await?;
+    let Some(key) = key else {
         return Ok(see_other(&ctx.entry_url()));
     };
     // One trip to the database: the participant, the "shown" timestamp and, on the situation
@@ -439,11 +441,7 @@ pub async fn get(
     let requested = Page::parse(&page_name);
     let study_id = ctx.study.id;
     let Some((p, text)) = state
-        .survey_db(move |conn| {
-            Ok(participants::open_page(
-                conn, study_id, &public_id, requested,
-            )?)
-        })
+        .survey_db(move |conn| Ok(participants::open_page(conn, study_id, &key, requested)?))
         .await?
     else {
         return Ok(see_other(&ctx.entry_url()));
@@ -482,8 +480,8 @@ pub async fn post(
         .find(|(k, _)| k == csrf::FIELD)
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let (ctx, public_id) = SurveyContext::start(&state, &req, &slug).await?;
-    let Some(public_id) = public_id else {
+    let (ctx, key) = SurveyContext::start(&state, &req, &slug).await?;
+    let Some(key) = key else {
         return Ok(see_other(&ctx.entry_url()));
     };
     let (study, instrument) = (ctx.study.clone(), ctx.instrument.clone());
@@ -491,7 +489,7 @@ pub async fn post(
     // Committed before any redirect is sent: an error here becomes an error page, never a
     // completion redirect.
     let form = PageForm {
-        public_id,
+        key,
         page: requested,
         fields,
     };
@@ -519,6 +517,19 @@ pub async fn post(
     }
 }
 
+/// Withdrawing deletes every answer, so only the browser that started the survey may: one that
+/// resumed it by Prolific id proves only that it knows the id (issue #14, point 5).
+fn refuse_resumed(ctx: &SurveyContext) -> Result<(), AppError> {
+    match &ctx.key {
+        Some(key) if key.may_withdraw() => Ok(()),
+        _ => Err(AppError::Forbidden(
+            "You can withdraw only on the device where you started this study. Please withdraw \
+             there, or contact the researchers through Prolific."
+                .into(),
+        )),
+    }
+}
+
 /// `GET /s/{study}/withdraw`: asks for confirmation (withdrawing deletes the answers).
 pub async fn withdraw_form(
     state: web::Data<AppState>,
@@ -533,6 +544,7 @@ pub async fn withdraw_form(
     if p.page().is_terminal() {
         return Ok(see_other(&ctx.page_url(p.page())));
     }
+    refuse_resumed(&ctx)?;
     let (csrf, new) = csrf::token(&req);
     let resp = render(WithdrawPage {
         back: ctx.page_url(p.page()),
@@ -554,6 +566,7 @@ pub async fn withdraw(
         Ok(p) => p,
         Err(redirect) => return Ok(redirect),
     };
+    refuse_resumed(&ctx)?;
     if matches!(
         p.status,
         ParticipantStatus::Active | ParticipantStatus::Completed | ParticipantStatus::FailedCheck

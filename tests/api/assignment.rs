@@ -15,7 +15,7 @@ use diesel::prelude::*;
 use emotionbench::domain::measure::Measure;
 use emotionbench::domain::situation::{EMOTIONS, Situation};
 use emotionbench::domain::study::{StudyConfig, StudyStatus};
-use emotionbench::domain::survey::{Outcome, Page};
+use emotionbench::domain::survey::{Outcome, Page, SessionKey};
 use emotionbench::store::participants::{self, Arrival, Effect, Submitted};
 use emotionbench::store::{self, instruments, schema, situations, studies};
 use rand::{Rng, SeedableRng};
@@ -338,9 +338,10 @@ fn assignment_stays_balanced_with_dropouts(db: TestDb) {
     assert_counts_follow(&mut conn, study.id, "after deletions");
     // Inserted as completed, as `import humans` does.
     diesel::sql_query(format!(
-        "INSERT INTO participants (study_id, public_id, status, page, situation_id, imported, \
-         created_at, updated_at, completed_at) \
-         SELECT study_id, public_id || '-copy', status, page, situation_id, imported, \
+        "INSERT INTO participants (study_id, public_id, export_id, status, page, situation_id, \
+         imported, created_at, updated_at, completed_at) \
+         SELECT study_id, public_id || '-copy', export_id || '-copy', status, page, situation_id, \
+         imported, \
          created_at, updated_at, completed_at FROM participants \
          WHERE study_id = {} AND status = 'completed' AND id < {}",
         study.id,
@@ -440,9 +441,14 @@ fn every_survey_query_is_answered_from_an_index_however_large_the_study() {
     .unwrap();
     let mut page = Page::Consent;
     while page != Page::Done {
-        participants::open_page(&mut conn, study.id, "explain-1", Some(page))
-            .unwrap()
-            .unwrap();
+        participants::open_page(
+            &mut conn,
+            study.id,
+            &SessionKey::Owner("explain-1".into()),
+            Some(page),
+        )
+        .unwrap()
+        .unwrap();
         let (to, effect) = step(page, &mut rng);
         let moved = participants::submit(&mut conn, &study, p.id, page, to, effect).unwrap();
         assert!(matches!(moved, Submitted::Moved), "{page:?}: {moved:?}");

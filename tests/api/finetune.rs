@@ -206,10 +206,10 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
         let messages: Vec<ChatMessage> = serde_json::from_value(o["messages"].clone()).unwrap();
         let roles: Vec<&str> = messages.iter().map(|m| m.role.as_str()).collect();
         assert_eq!(roles, ["system", "user", "assistant"]);
-        let public_id = r["participant"].as_str().unwrap();
+        let export_id = r["participant"].as_str().unwrap();
         let measure = r["measure"].as_str().unwrap();
         let id: emotionbench::store::ParticipantId = participants::table
-            .filter(participants::public_id.eq(public_id))
+            .filter(participants::export_id.eq(export_id))
             .select(participants::id)
             .first(&mut conn)
             .unwrap();
@@ -221,7 +221,7 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
             .map(|(_, _, v)| v)
             .collect();
         let parsed = parse_reply(&messages[2].content, &spec).unwrap();
-        assert_eq!(parsed.scores, stored, "{public_id} {measure}");
+        assert_eq!(parsed.scores, stored, "{export_id} {measure}");
         let expected = match measure {
             "default" => {
                 assert!(r["situation"].is_null());
@@ -242,8 +242,8 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
             .unwrap(),
             other => panic!("measure {other}"),
         };
-        assert_eq!(messages[..2], expected[..], "{public_id} {measure}");
-        *seen.entry(public_id.to_owned()).or_insert(0) += 1;
+        assert_eq!(messages[..2], expected[..], "{export_id} {measure}");
+        *seen.entry(export_id.to_owned()).or_insert(0) += 1;
     }
     assert_eq!(seen.len(), 866);
     assert!(seen.values().all(|n| *n == 2));

@@ -24,5 +24,6 @@ mod runs;
 mod scaleout;
 mod security_accounts;
 mod security_data;
+mod security_participants;
 mod survey;
 mod web;
