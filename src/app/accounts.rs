@@ -187,7 +187,11 @@ pub fn sign_in(pool: &Pool, attempt: SignIn, dummy_hash: &str) -> Result<SignedI
 }
 
 /// Ends a session (logout), with its audit entry.
-pub fn sign_out(conn: &mut DbConnection, session: i64, actor: &audit::Actor) -> Result<()> {
+pub fn sign_out(
+    conn: &mut DbConnection,
+    session: crate::store::SessionId,
+    actor: &audit::Actor,
+) -> Result<()> {
     conn.write_transaction(|conn| {
         sessions::end(conn, session)?;
         audit::record(conn, actor, "logout", None, None)?;

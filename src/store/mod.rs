@@ -139,6 +139,8 @@ id_type!(
     UserId,
     /// A row of `sessions`.
     SessionId,
+    /// A row of `login_attempts`.
+    LoginAttemptId,
     /// A row of `model_runs`.
     RunId,
     /// A row of `model_trials`.

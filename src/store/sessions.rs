@@ -9,13 +9,13 @@ use super::columns::corrupt_row;
 use super::db::per_backend;
 use super::schema::{login_attempts, server_secrets, sessions, users};
 use super::users::{Role, User};
-use super::{DbConnection, UserId, now};
+use super::{DbConnection, LoginAttemptId, SessionId, UserId, now};
 use crate::auth::RecentFailures;
 
 /// A live session with its account.
 #[derive(Debug, Clone)]
 pub struct Session {
-    pub id: i64,
+    pub id: SessionId,
     pub user: User,
     pub csrf_token: String,
     pub expires_at: NaiveDateTime,
@@ -65,7 +65,15 @@ pub fn find(conn: &mut DbConnection, token_hash: &str) -> QueryResult<Option<Ses
             users::role,
             users::created_at,
         ))
-        .first::<(i64, String, NaiveDateTime, i64, String, Role, NaiveDateTime)>(conn)
+        .first::<(
+            SessionId,
+            String,
+            NaiveDateTime,
+            UserId,
+            String,
+            Role,
+            NaiveDateTime,
+        )>(conn)
         .optional()
         .map_err(corrupt_row("users", "of a signed-in session"))?;
     Ok(row.map(
@@ -74,7 +82,7 @@ pub fn find(conn: &mut DbConnection, token_hash: &str) -> QueryResult<Option<Ses
             csrf_token,
             expires_at,
             user: User {
-                id: UserId(uid),
+                id: uid,
                 email,
                 role,
                 disabled: false,
@@ -84,7 +92,7 @@ pub fn find(conn: &mut DbConnection, token_hash: &str) -> QueryResult<Option<Ses
     ))
 }
 
-pub fn end(conn: &mut DbConnection, session_id: i64) -> QueryResult<()> {
+pub fn end(conn: &mut DbConnection, session_id: SessionId) -> QueryResult<()> {
     diesel::delete(sessions::table.find(session_id)).execute(conn)?;
     Ok(())
 }
@@ -107,7 +115,11 @@ pub fn lock_attempts(conn: &mut DbConnection, email: &str, client_ip: &str) -> Q
 
 /// Records an attempt as failed before its password is verified (so that attempts being
 /// verified count against the limits); [`attempt_succeeded`] corrects it. Returns its id.
-pub fn reserve_attempt(conn: &mut DbConnection, email: &str, client_ip: &str) -> QueryResult<i64> {
+pub fn reserve_attempt(
+    conn: &mut DbConnection,
+    email: &str,
+    client_ip: &str,
+) -> QueryResult<LoginAttemptId> {
     diesel::insert_into(login_attempts::table)
         .values((
             login_attempts::email.eq(email.trim().to_lowercase()),
@@ -120,7 +132,7 @@ pub fn reserve_attempt(conn: &mut DbConnection, email: &str, client_ip: &str) ->
 }
 
 /// Marks a reserved attempt as the successful sign-in it turned out to be.
-pub fn attempt_succeeded(conn: &mut DbConnection, attempt: i64) -> QueryResult<()> {
+pub fn attempt_succeeded(conn: &mut DbConnection, attempt: LoginAttemptId) -> QueryResult<()> {
     diesel::update(login_attempts::table.find(attempt))
         .set(login_attempts::succeeded.eq(true))
         .execute(conn)?;

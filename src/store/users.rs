@@ -30,15 +30,15 @@ pub fn create(
         .values((
             users::email.eq(&email),
             users::password_hash.eq(password_hash),
-            users::role.eq(role.as_str()),
+            users::role.eq(role),
             users::disabled.eq(false),
             users::created_at.eq(t),
             users::updated_at.eq(t),
             users::password_changed_at.eq(t),
         ))
         .returning(users::id)
-        .get_result::<i64>(conn)?;
-    Ok(UserId(id))
+        .get_result::<UserId>(conn)?;
+    Ok(id)
 }
 
 /// Enabled admin accounts.
@@ -69,12 +69,12 @@ pub struct User {
     pub created_at: chrono::NaiveDateTime,
 }
 
-type UserRow = (i64, String, Role, bool, chrono::NaiveDateTime);
+type UserRow = (UserId, String, Role, bool, chrono::NaiveDateTime);
 
 fn user(row: UserRow) -> User {
     let (id, email, role, disabled, created_at) = row;
     User {
-        id: UserId(id),
+        id,
         email,
         role,
         disabled,
@@ -130,7 +130,7 @@ pub fn set_password(
         let id = users::table
             .filter(users::email.eq(email.trim().to_lowercase()))
             .select(users::id)
-            .first::<i64>(conn)
+            .first::<UserId>(conn)
             .optional()?
             .ok_or_else(|| StoreError::Conflict(format!("no account for {email}")))?;
         diesel::update(users::table.find(id))
@@ -140,8 +140,8 @@ pub fn set_password(
                 users::updated_at.eq(t),
             ))
             .execute(conn)?;
-        end_sessions(conn, UserId(id))?;
-        Ok(UserId(id))
+        end_sessions(conn, id)?;
+        Ok(id)
     })
 }
 
@@ -151,14 +151,14 @@ pub fn disable(conn: &mut DbConnection, email: &str) -> Result<UserId, StoreErro
         let id = users::table
             .filter(users::email.eq(email.trim().to_lowercase()))
             .select(users::id)
-            .first::<i64>(conn)
+            .first::<UserId>(conn)
             .optional()?
             .ok_or_else(|| StoreError::Conflict(format!("no account for {email}")))?;
         diesel::update(users::table.find(id))
             .set((users::disabled.eq(true), users::updated_at.eq(now())))
             .execute(conn)?;
-        end_sessions(conn, UserId(id))?;
-        Ok(UserId(id))
+        end_sessions(conn, id)?;
+        Ok(id)
     })
 }
 

@@ -109,12 +109,12 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(5
 /// lets the WAL rewind: the writer appends while the checkpoint copies, so the WAL is never
 /// fully copied at the moment a transaction starts, and the file grew by ~34 MB/s for as long
 /// as the load lasted (10 GB in five minutes, issue #23). Each reset holds the write lock for
-/// 25-150 ms (measured with `LOG=warn,emotionbench::wal=info bash scripts/bench_soak.sh`): the
-/// last frames are copied, the database file synced, and readers still on the WAL waited for.
-/// At 64 MiB that came every ~3 s under the soak's load, often enough to reach the survey's
-/// p99; 160 MiB makes it every ~7 s and still keeps the file well under the 256 MB the issue
-/// allows (the WAL grows ~25 MB/s at most between two ticks of the checkpointer).
-pub const WAL_RESET_BYTES: u64 = 160 * 1024 * 1024;
+/// 25-100 ms (measured with `LOG=warn,emotionbench::wal=info bash scripts/bench_soak.sh`, and
+/// longer as the database grows): the last frames are copied, the database file synced, and
+/// readers still on the WAL waited for. 160 MiB halved the resets under the soak's load but
+/// each held the lock longer, the p99 was no better, and the file reached 201 MiB
+/// (BENCHMARKS.md, "Soak"), so the reset stays at 64 MiB, which keeps the file under 110 MiB.
+pub const WAL_RESET_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How long a resetting checkpoint may wait for the writer and for readers. While it waits for
 /// readers it holds the write lock, so this bounds what it can add to a survey request; when the
