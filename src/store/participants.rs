@@ -79,21 +79,29 @@ pub struct Arrival {
     pub user_agent: Option<String>,
 }
 
+/// The participant of a study with `column = value` (a unique key): one query on the backend's
+/// own connection, and a row that does not decode named by its id (see [`decoded`]).
+macro_rules! unique_participant {
+    ($conn:expr, $study:expr, $column:expr, $value:expr) => {{
+        let query = participants::table
+            .filter(participants::study_id.eq($study))
+            .filter($column.eq($value));
+        let found = per_backend!($conn, |c| query
+            .select(Participant::as_select())
+            .get_result(c)
+            .optional());
+        decoded($conn, found, |conn| {
+            query.select(participants::id).get_result(conn)
+        })
+    }};
+}
+
 pub fn by_public_id(
     conn: &mut DbConnection,
     study_id: StudyId,
     public_id: &str,
 ) -> QueryResult<Option<Participant>> {
-    let query = participants::table
-        .filter(participants::study_id.eq(study_id))
-        .filter(participants::public_id.eq(public_id));
-    let found = per_backend!(conn, |c| query
-        .select(Participant::as_select())
-        .get_result(c)
-        .optional());
-    decoded(conn, found, |conn| {
-        query.select(participants::id).get_result(conn)
-    })
+    unique_participant!(conn, study_id, participants::public_id, public_id)
 }
 
 /// The participant a survey cookie names.
@@ -105,16 +113,7 @@ pub fn by_key(
     match key {
         SessionKey::Owner(secret) => by_public_id(conn, study_id, secret),
         SessionKey::Resumed(key) => {
-            let query = participants::table
-                .filter(participants::study_id.eq(study_id))
-                .filter(participants::resume_id.eq(key));
-            let found = per_backend!(conn, |c| query
-                .select(Participant::as_select())
-                .get_result(c)
-                .optional());
-            decoded(conn, found, |conn| {
-                query.select(participants::id).get_result(conn)
-            })
+            unique_participant!(conn, study_id, participants::resume_id, key)
         }
     }
 }
@@ -141,16 +140,7 @@ pub fn by_pid(
     study_id: StudyId,
     pid: &str,
 ) -> QueryResult<Option<Participant>> {
-    let query = participants::table
-        .filter(participants::study_id.eq(study_id))
-        .filter(participants::prolific_pid.eq(pid));
-    let found = per_backend!(conn, |c| query
-        .select(Participant::as_select())
-        .get_result(c)
-        .optional());
-    decoded(conn, found, |conn| {
-        query.select(participants::id).get_result(conn)
-    })
+    unique_participant!(conn, study_id, participants::prolific_pid, pid)
 }
 
 pub fn get(conn: &mut DbConnection, id: ParticipantId) -> QueryResult<Participant> {
