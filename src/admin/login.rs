@@ -23,6 +23,16 @@ struct LoginPage {
     next: String,
     email: String,
     error: Option<&'static str>,
+    /// No enabled admin exists: say how the operator creates the first one.
+    first_admin_hint: Option<&'static str>,
+}
+
+/// The hint for the sign-in page, when the installation has no enabled admin yet.
+async fn first_admin_hint(state: &AppState) -> Result<Option<&'static str>, AppError> {
+    let none = state
+        .db(|conn| Ok(accounts::needs_first_admin(conn)))
+        .await??;
+    Ok(none.then_some(accounts::FIRST_ADMIN_HINT))
 }
 
 #[derive(serde::Deserialize)]
@@ -31,6 +41,7 @@ pub struct NextQuery {
 }
 
 pub async fn form(
+    state: web::Data<AppState>,
     req: HttpRequest,
     query: web::Query<NextQuery>,
 ) -> Result<HttpResponse, AppError> {
@@ -40,6 +51,7 @@ pub async fn form(
         next: return_path(query.next.as_deref()).to_owned(),
         email: String::new(),
         error: None,
+        first_admin_hint: first_admin_hint(&state).await?,
     })?;
     if new {
         let _ = resp.add_cookie(&csrf::cookie(&req, &csrf));
@@ -109,6 +121,7 @@ pub async fn submit(
                 next,
                 email,
                 error: Some("Wrong email or password."),
+                first_admin_hint: first_admin_hint(&state).await?,
             },
             StatusCode::UNAUTHORIZED,
         ),

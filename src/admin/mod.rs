@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod exports;
+pub mod invites;
 pub mod login;
 pub mod report;
 pub mod runs;

@@ -1,4 +1,5 @@
-//! Accounts of researchers and admins: create one, set its password, disable it, sign in.
+//! Accounts of researchers and admins: create one, invite someone to create one, set a
+//! password, disable or enable one, change its role, sign in.
 //! Passwords are stored only as Argon2id hashes; each change records its audit entry in the
 //! same transaction.
 
@@ -6,11 +7,14 @@ use chrono::Duration;
 
 use super::error::{Result, invalid};
 use crate::auth::{self, password};
-use crate::domain::account;
+use crate::domain::account::{self, AccountChange, InviteLink};
+use crate::store::invites::{self, Invite};
 use crate::store::users::{self, Role, User};
-use crate::store::{DbConnection, Pool, audit, sessions};
+use crate::store::{DbConnection, Pool, UserId, audit, sessions};
 
-pub use crate::domain::account::{MAX_EMAIL_BYTES, MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS};
+pub use crate::domain::account::{
+    INVITE_HOURS, MAX_EMAIL_BYTES, MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS,
+};
 
 fn check_password(password: &str, email: &str) -> Result<()> {
     account::check_password(password, email).map_err(|p| invalid(p.to_string()))
@@ -55,14 +59,231 @@ pub fn set_password(
     })
 }
 
-/// Disables an account; ends its sessions.
-pub fn disable(conn: &mut DbConnection, email: &str, actor: &audit::Actor) -> Result<()> {
+/// Disables an account (by address, as the CLI names it); ends its sessions.
+pub fn disable(conn: &mut DbConnection, email: &str, actor: &audit::Actor) -> Result<User> {
+    let id =
+        users::id_of(conn, email)?.ok_or_else(|| invalid(format!("no account for {email}")))?;
+    change(conn, id, AccountChange::Disable, actor)
+}
+
+/// Disables, enables or changes the role of an account, with its audit entry. Refused when it
+/// would leave no enabled admin ([`account::leaves_an_admin`]). Returns the account as it is
+/// now.
+pub fn change(
+    conn: &mut DbConnection,
+    id: UserId,
+    change: AccountChange,
+    actor: &audit::Actor,
+) -> Result<User> {
     conn.write_transaction(|conn| {
-        users::disable(conn, email)?;
-        audit::record(conn, actor, "user.disable", Some(email), None)?;
-        Ok(())
+        users::lock_admins(conn)?;
+        let user = users::find(conn, id)?.ok_or_else(|| invalid(format!("no account {id}")))?;
+        if !account::leaves_an_admin(user.role, user.disabled, change, users::count_admins(conn)?) {
+            return Err(invalid(format!(
+                "{} is the last enabled admin: make another account an admin first, so that \
+                 someone can still manage the accounts",
+                user.email
+            )));
+        }
+        let (action, detail) = match change {
+            AccountChange::Disable => {
+                users::set_disabled(conn, id, true)?;
+                ("user.disable", None)
+            }
+            AccountChange::Enable => {
+                users::set_disabled(conn, id, false)?;
+                ("user.enable", None)
+            }
+            AccountChange::SetRole(role) => {
+                users::set_role(conn, id, role)?;
+                let detail = serde_json::json!({ "from": user.role.as_str(), "to": role.as_str() });
+                ("user.set-role", Some(detail))
+            }
+        };
+        audit::record(conn, actor, action, Some(&user.email), detail.as_ref())?;
+        users::find(conn, id)?.ok_or_else(|| invalid(format!("no account {id}")))
     })
 }
+
+/// A new invitation: the link's secret, shown once to the admin who sends it.
+pub struct Invited {
+    pub token: String,
+    pub email: String,
+    pub role: Role,
+    pub expires_at: chrono::NaiveDateTime,
+}
+
+/// Invites `email` to create an account of `role`: a single-use token valid
+/// [`account::INVITE_HOURS`], stored only as its hash. A newer invitation to the same address
+/// replaces the unused ones. Refused when the address has an account already.
+pub fn invite(
+    conn: &mut DbConnection,
+    email: &str,
+    role: Role,
+    actor: &audit::Actor,
+) -> Result<Invited> {
+    let email = email.trim().to_lowercase();
+    check_email(&email)?;
+    let token = password::random_secret(32);
+    let expires_at = crate::store::now() + Duration::hours(account::INVITE_HOURS);
+    let by = match actor {
+        audit::Actor::User { id, .. } => Some(*id),
+        audit::Actor::Cli | audit::Actor::Anonymous => None,
+    };
+    conn.write_transaction(|conn| {
+        if users::id_of(conn, &email)?.is_some() {
+            return Err(invalid(format!("an account for {email} exists already")));
+        }
+        invites::delete_unused(conn, &email)?;
+        invites::create(
+            conn,
+            &auth::token_hash(&token),
+            &email,
+            role,
+            by,
+            expires_at,
+        )?;
+        let detail = serde_json::json!({ "role": role.as_str(), "expires_at": expires_at });
+        audit::record(conn, actor, "user.invite", Some(&email), Some(&detail))?;
+        Ok(())
+    })?;
+    Ok(Invited {
+        token,
+        email,
+        role,
+        expires_at,
+    })
+}
+
+/// What an invitation link opens on.
+pub enum InviteLookup {
+    /// The link works: the address and role the account will have.
+    Valid(Invite),
+    Used,
+    Expired,
+    /// No such link (mistyped, or replaced by a newer invitation).
+    Unknown,
+}
+
+/// The invitation a link's token names. Reads only.
+pub fn invitation(conn: &mut DbConnection, token: &str) -> Result<InviteLookup> {
+    let Some(found) = invites::find(conn, &auth::token_hash(token))? else {
+        return Ok(InviteLookup::Unknown);
+    };
+    Ok(
+        match account::invite_link(found.used_at, found.expires_at, crate::store::now()) {
+            InviteLink::Valid => InviteLookup::Valid(found),
+            InviteLink::Used => InviteLookup::Used,
+            InviteLink::Expired => InviteLookup::Expired,
+        },
+    )
+}
+
+/// An invitee's answer on the link's page.
+pub struct Acceptance {
+    pub token: String,
+    pub password: String,
+    /// The second entry of the password; it must match.
+    pub repeated: String,
+    pub client_ip: String,
+}
+
+/// What accepting an invitation came to.
+pub enum Accepted {
+    /// The account exists now; its owner signs in with the new password.
+    Created(User),
+    /// The link does not work (used, expired, unknown): nothing was stored.
+    Link(InviteLookup),
+    /// The password does not meet the policy or the two entries differ (the reason, for the
+    /// form); nothing was stored.
+    Refused(String),
+    /// The address has an account already (made meanwhile, e.g. with the CLI).
+    AccountExists(String),
+    /// Too many recent bad links or failed sign-ins from this address.
+    Throttled,
+}
+
+/// The `login_attempts` address that failed acceptances are recorded under: a bad link counts
+/// against the client address's sign-in limits like a wrong password (one limit for both), so
+/// links cannot be guessed faster than passwords.
+const INVITE_ATTEMPT: &str = "(invitation link)";
+
+/// Accepts an invitation: checks the password against the same policy as every account's
+/// (`domain::account::check_password`), then creates the account and uses the link up in one
+/// transaction, with its audit entry. The Argon2 hash is computed with no connection held.
+pub fn accept_invite(pool: &Pool, answer: Acceptance) -> Result<Accepted> {
+    let ip = answer.client_ip.as_str();
+    let looked_up = {
+        let mut conn = pool.get().map_err(crate::store::StoreError::from)?;
+        conn.write_transaction(|conn| -> Result<_> {
+            sessions::lock_attempts(conn, INVITE_ATTEMPT, ip)?;
+            if sessions::recent_failures(conn, INVITE_ATTEMPT, ip, since())?.blocked() {
+                return Ok(None);
+            }
+            let found = invitation(conn, &answer.token)?;
+            if !matches!(found, InviteLookup::Valid(_)) {
+                sessions::reserve_attempt(conn, INVITE_ATTEMPT, ip)?;
+            }
+            Ok(Some(found))
+        })?
+    };
+    let invite = match looked_up {
+        None => return Ok(Accepted::Throttled),
+        Some(InviteLookup::Valid(invite)) => invite,
+        Some(other) => return Ok(Accepted::Link(other)),
+    };
+    if let Err(problem) = account::check_password(&answer.password, &invite.email) {
+        return Ok(Accepted::Refused(sentence(&problem.to_string())));
+    }
+    if answer.password != answer.repeated {
+        return Ok(Accepted::Refused("The two passwords differ.".into()));
+    }
+    let hash = password::hash(&answer.password)?;
+    let mut conn = pool.get().map_err(crate::store::StoreError::from)?;
+    conn.write_transaction(|conn| {
+        if users::id_of(conn, &invite.email)?.is_some() {
+            return Ok(Accepted::AccountExists(invite.email.clone()));
+        }
+        // Used up first: of two acceptances racing on one link, the second finds it used.
+        if !invites::use_up(conn, invite.id, crate::store::now())? {
+            return Ok(Accepted::Link(invitation(conn, &answer.token)?));
+        }
+        let id = users::create(conn, &invite.email, &hash, invite.role)?;
+        let who = audit::Actor::User {
+            id,
+            email: invite.email.clone(),
+        };
+        let detail = serde_json::json!({ "role": invite.role.as_str(), "ip": ip });
+        audit::record_from(
+            conn,
+            &who,
+            "user.accept-invite",
+            Some(&invite.email),
+            Some(&detail),
+            ip,
+        )?;
+        let user = users::find(conn, id)?.ok_or_else(|| invalid("the new account is gone"))?;
+        Ok(Accepted::Created(user))
+    })
+}
+
+/// The policy's reason as a sentence for a form: capital first letter, full stop.
+fn sentence(reason: &str) -> String {
+    let mut chars = reason.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}.", first.to_uppercase(), chars.as_str()),
+        None => String::new(),
+    }
+}
+
+/// Whether the installation has no enabled admin yet (`serve` and the sign-in page then say
+/// how to create one). Reads only.
+pub fn needs_first_admin(conn: &mut DbConnection) -> Result<bool> {
+    Ok(users::count_admins(conn)? == 0)
+}
+
+/// How an operator creates the first admin, as `serve` prints it and the sign-in page shows it.
+pub const FIRST_ADMIN_HINT: &str = "emotionbench admin create-user EMAIL --role admin";
 
 /// The name of the key that signs the double-submit CSRF tokens (`web::csrf`).
 const FORM_KEY: &str = "csrf-token-key";

@@ -1,7 +1,7 @@
 //! `serve`: the web server.
 
 use anyhow::Context;
-use emotionbench::{Application, Settings, store};
+use emotionbench::{Application, Settings, app, store};
 
 use super::db;
 
@@ -21,7 +21,27 @@ pub fn run(mut settings: Settings, args: ServeArgs) -> anyhow::Result<()> {
     } else {
         db::open(&settings)?
     };
+    first_admin_hint(&pool);
     serve(settings, pool, |_| {})
+}
+
+/// On a database without an enabled admin nobody can sign in to manage anything: say how to
+/// create the first one. On standard error, whatever the log filter, as it is for the operator.
+fn first_admin_hint(pool: &store::Pool) {
+    let none = pool
+        .get()
+        .map_err(anyhow::Error::from)
+        .and_then(|mut c| Ok(app::accounts::needs_first_admin(&mut c)?));
+    match none {
+        Ok(true) => eprintln!(
+            "No admin account exists yet, so nobody can sign in. Create the first one with:\n  \
+             {}\n(it asks for the password); admins then invite everyone else from the \
+             Accounts page.",
+            app::accounts::FIRST_ADMIN_HINT
+        ),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(error = %e, "could not check for an admin account"),
+    }
 }
 
 /// Serves until stopped; `on_ready` gets the base URL once the server listens.

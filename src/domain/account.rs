@@ -178,9 +178,91 @@ pub fn return_path(next: Option<&str>) -> &str {
     }
 }
 
+/// How long an invitation link stays valid (the invitee sets a password through it).
+pub const INVITE_HOURS: i64 = 72;
+
+/// What an invitation link is worth when someone opens it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InviteLink {
+    /// Unused and unexpired: the invitee may set a password.
+    Valid,
+    /// Already used to create the account.
+    Used,
+    /// Unused, but older than [`INVITE_HOURS`].
+    Expired,
+}
+
+/// The state of a stored invitation at `now`. Used wins over expired: a link that did its job
+/// says so, whenever it is opened again.
+pub fn invite_link(
+    used_at: Option<chrono::NaiveDateTime>,
+    expires_at: chrono::NaiveDateTime,
+    now: chrono::NaiveDateTime,
+) -> InviteLink {
+    match used_at {
+        Some(_) => InviteLink::Used,
+        None if expires_at <= now => InviteLink::Expired,
+        None => InviteLink::Valid,
+    }
+}
+
+/// A change to an account that may take its admin rights away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountChange {
+    Disable,
+    Enable,
+    SetRole(Role),
+}
+
+/// Whether applying `change` to an account (now `role`, `disabled`) leaves at least one
+/// enabled admin, when `enabled_admins` exist before it. Nobody can lock the installation out
+/// of its own administration from the browser (the CLI can still create an admin, but a
+/// researcher team without shell access could not).
+pub fn leaves_an_admin(
+    role: Role,
+    disabled: bool,
+    change: AccountChange,
+    enabled_admins: i64,
+) -> bool {
+    let removes_admin = role == Role::Admin
+        && !disabled
+        && matches!(
+            change,
+            AccountChange::Disable | AccountChange::SetRole(Role::Researcher)
+        );
+    !removes_admin || enabled_admins > 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invite_links_are_used_expired_or_valid() {
+        let t = chrono::NaiveDate::from_ymd_opt(2026, 12, 1)
+            .and_then(|d| d.and_hms_opt(12, 0, 0))
+            .unwrap_or_default();
+        let later = t + chrono::Duration::hours(INVITE_HOURS);
+        assert_eq!(invite_link(None, later, t), InviteLink::Valid);
+        assert_eq!(invite_link(None, later, later), InviteLink::Expired);
+        assert_eq!(invite_link(Some(t), later, t), InviteLink::Used);
+        assert_eq!(invite_link(Some(t), t, later), InviteLink::Used);
+    }
+
+    #[test]
+    fn the_last_enabled_admin_stays_an_enabled_admin() {
+        use AccountChange::*;
+        let (a, r) = (Role::Admin, Role::Researcher);
+        assert!(!leaves_an_admin(a, false, Disable, 1));
+        assert!(!leaves_an_admin(a, false, SetRole(r), 1));
+        assert!(leaves_an_admin(a, false, Disable, 2));
+        assert!(leaves_an_admin(a, false, SetRole(r), 2));
+        assert!(leaves_an_admin(a, false, SetRole(a), 1));
+        assert!(leaves_an_admin(a, false, Enable, 1));
+        // A disabled admin or a researcher was not counted: changing them removes nobody.
+        assert!(leaves_an_admin(a, true, SetRole(r), 1));
+        assert!(leaves_an_admin(r, false, Disable, 1));
+    }
 
     #[test]
     fn weak_passwords_are_refused_and_reasonable_ones_pass() {

@@ -232,6 +232,22 @@ impl Page {
     }
 }
 
+/// The situation as a one-line reminder above the second questionnaire: the text up to
+/// `max_chars` characters, cut at a word and marked with an ellipsis; and whether it was cut.
+pub fn reminder(text: &str, max_chars: usize) -> (String, bool) {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max_chars {
+        return (one_line, false);
+    }
+    let cut: String = one_line.chars().take(max_chars).collect();
+    let at_word = match cut.rfind(' ') {
+        Some(i) if i > max_chars / 2 => &cut[..i],
+        _ => cut.as_str(),
+    };
+    let short = at_word.trim_end_matches([',', ';', ':', '.', ' ']);
+    (format!("{short}…"), true)
+}
+
 /// A Prolific (or similar) identifier taken from the entry URL: untrusted, so checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExternalId(String);
@@ -359,9 +375,16 @@ pub struct DemographicField {
 
 pub const PREFER_NOT: &str = "Prefer not to say";
 
+/// The youngest age the consent admits (participants confirm they are at least 18): the
+/// years of birth offered, and so accepted, stop at the year such a participant was born.
+pub const MIN_AGE: i32 = 18;
+/// The oldest age the year-of-birth list reaches.
+pub const MAX_AGE: i32 = 100;
+
 /// The demographic questions by name, with the answer options of the paper's study (plus
-/// "Prefer not to say" everywhere). Year of birth offers the years a participant of 16–100
-/// could have been born in `current_year`.
+/// "Prefer not to say" everywhere). Year of birth offers the years a participant of
+/// [`MIN_AGE`]–[`MAX_AGE`] could have been born in `current_year`: the page's options and the
+/// server's check are this one list, so they cannot disagree.
 pub fn demographic_field(name: &str, current_year: i32) -> Option<DemographicField> {
     let opts = |v: &[&str]| -> Vec<String> {
         v.iter()
@@ -378,7 +401,7 @@ pub fn demographic_field(name: &str, current_year: i32) -> Option<DemographicFie
         "year_of_birth" => DemographicField {
             name: "year_of_birth",
             label: "Year of birth",
-            options: (current_year - 100..=current_year - 16)
+            options: (current_year - MAX_AGE..=current_year - MIN_AGE)
                 .rev()
                 .map(|y| y.to_string())
                 .chain([PREFER_NOT.to_string()])
@@ -663,6 +686,34 @@ mod tests {
         let bad = f(&[("gender", "Robot"), ("year_of_birth", "2020")]);
         let e = parse_demographics(&wanted, 2026, &bad, &[]).unwrap_err();
         assert_eq!(e.items.len(), 5, "{e:?}");
+    }
+
+    #[test]
+    fn the_year_of_birth_range_starts_at_the_consent_age() {
+        let wanted = vec!["year_of_birth".to_string()];
+        let year = |y: i32| f(&[("year_of_birth", &y.to_string())]);
+        assert!(parse_demographics(&wanted, 2026, &year(2026 - MIN_AGE), &[]).is_ok());
+        assert!(parse_demographics(&wanted, 2026, &year(2026 - MIN_AGE + 1), &[]).is_err());
+        assert!(parse_demographics(&wanted, 2026, &year(2026 - MAX_AGE), &[]).is_ok());
+        let offered = demographic_field("year_of_birth", 2026).map(|d| d.options);
+        assert_eq!(
+            offered.as_ref().and_then(|o| o.first()).map(String::as_str),
+            Some("2008")
+        );
+    }
+
+    #[test]
+    fn a_reminder_is_one_line_cut_at_a_word() {
+        assert_eq!(reminder("Short\n text.", 80), ("Short text.".into(), false));
+        let (r, cut) = reminder(
+            "You are walking home late, and someone follows you closely.",
+            30,
+        );
+        assert!(cut);
+        assert_eq!(r, "You are walking home late…");
+        assert!(r.chars().count() <= 31);
+        let (r, _) = reminder(&"x".repeat(50), 10);
+        assert_eq!(r, format!("{}…", "x".repeat(10)));
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod cohorts;
 pub mod columns;
 pub mod db;
 pub mod instruments;
+pub mod invites;
 pub mod model_runs;
 pub mod monitor;
 pub mod participants;
@@ -141,6 +142,8 @@ id_type!(
     SessionId,
     /// A row of `login_attempts`.
     LoginAttemptId,
+    /// A row of `invites`.
+    InviteId,
     /// A row of `model_runs`.
     RunId,
     /// A row of `model_trials`.

@@ -388,3 +388,20 @@ diesel::allow_tables_to_appear_in_same_query!(
     audit_log,
     situation_counts,
 );
+
+diesel::table! {
+    /// Invitations to create an account (`store::invites`); only the token's hash is kept.
+    invites (id) {
+        id -> BigInt,
+        token_hash -> Text,
+        email -> Text,
+        role -> Text,
+        created_by -> Nullable<BigInt>,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+        used_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::joinable!(invites -> users (created_by));
+diesel::allow_tables_to_appear_in_same_query!(invites, users);

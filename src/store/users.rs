@@ -145,21 +145,60 @@ pub fn set_password(
     })
 }
 
-/// Disables an account and ends its sessions.
-pub fn disable(conn: &mut DbConnection, email: &str) -> Result<UserId, StoreError> {
-    conn.write_transaction(|conn| {
-        let id = users::table
-            .filter(users::email.eq(email.trim().to_lowercase()))
-            .select(users::id)
-            .first::<UserId>(conn)
-            .optional()?
-            .ok_or_else(|| StoreError::Conflict(format!("no account for {email}")))?;
-        diesel::update(users::table.find(id))
-            .set((users::disabled.eq(true), users::updated_at.eq(now())))
-            .execute(conn)?;
+/// The account with this id.
+pub fn find(conn: &mut DbConnection, id: UserId) -> QueryResult<Option<User>> {
+    Ok(users::table
+        .find(id)
+        .select((
+            users::id,
+            users::email,
+            users::role,
+            users::disabled,
+            users::created_at,
+        ))
+        .first::<UserRow>(conn)
+        .optional()
+        .map_err(corrupt_row("users", id))?
+        .map(user))
+}
+
+/// The id of the account of an address.
+pub fn id_of(conn: &mut DbConnection, email: &str) -> QueryResult<Option<UserId>> {
+    users::table
+        .filter(users::email.eq(email.trim().to_lowercase()))
+        .select(users::id)
+        .first::<UserId>(conn)
+        .optional()
+}
+
+/// Disables or enables an account; disabling ends its sessions.
+pub fn set_disabled(conn: &mut DbConnection, id: UserId, disabled: bool) -> QueryResult<()> {
+    diesel::update(users::table.find(id))
+        .set((users::disabled.eq(disabled), users::updated_at.eq(now())))
+        .execute(conn)?;
+    if disabled {
         end_sessions(conn, id)?;
-        Ok(id)
-    })
+    }
+    Ok(())
+}
+
+/// Gives an account another role. Its sessions stay: each request reads the role afresh.
+pub fn set_role(conn: &mut DbConnection, id: UserId, role: Role) -> QueryResult<()> {
+    diesel::update(users::table.find(id))
+        .set((users::role.eq(role), users::updated_at.eq(now())))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Serialises changes that could leave no enabled admin (`app::accounts`) until the
+/// transaction ends: two admins demoting each other at once must not both see the other one
+/// still there. SQLite needs nothing (`BEGIN IMMEDIATE` runs one writer at a time); Postgres
+/// takes an advisory lock of its own class (`sessions::lock_attempts` uses 1 and 2).
+pub fn lock_admins(conn: &mut DbConnection) -> QueryResult<()> {
+    if let DbConnection::Postgresql(_) = conn {
+        diesel::sql_query("SELECT pg_advisory_xact_lock(3, 0)").execute(conn)?;
+    }
+    Ok(())
 }
 
 /// Ends every session of an account (its password changed or it was disabled). Here rather than

@@ -9,7 +9,9 @@ use askama::Template;
 use super::context::{SurveyContext, prolific_completion_url};
 use crate::app::survey::{self, PageForm, Posted};
 use crate::domain::instrument::Instrument;
-use crate::domain::survey::{ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field};
+use crate::domain::survey::{
+    ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field, reminder,
+};
 use crate::domain::survey::{ParticipantStatus, SessionKey};
 use crate::store::participants::{self, Participant};
 use crate::web::csrf;
@@ -25,9 +27,12 @@ pub struct Frame {
     pub step: usize,
     pub steps: usize,
     pub csrf: String,
-    /// Show the "withdraw" link (not on final pages, nor to a browser that resumed the
-    /// participant by Prolific id).
+    /// Show the "withdraw" link (not before consent, where declining is the way out; not on
+    /// final pages, nor to a browser that resumed the participant by Prolific id).
     pub can_withdraw: bool,
+    /// Show the progress bar: not on the pages of a survey that ended unfinished (withdrawn,
+    /// declined, screened out), where a full bar would say it was completed.
+    pub show_progress: bool,
 }
 
 impl Frame {
@@ -40,8 +45,10 @@ impl Frame {
             step,
             steps,
             csrf: csrf.to_owned(),
-            can_withdraw: !page.is_terminal()
+            can_withdraw: page != Page::Consent
+                && !page.is_terminal()
                 && ctx.key.as_ref().is_some_and(SessionKey::may_withdraw),
+            show_progress: !matches!(page, Page::Withdrawn | Page::Ended),
         }
     }
 
@@ -101,6 +108,19 @@ struct QuestionnairePage {
     instructions: String,
     items: Vec<ItemView>,
     errors: Vec<(String, String)>,
+    /// On the second questionnaire: the situation in one line, and the whole text when that
+    /// line had to cut it.
+    reminder: Option<(String, Option<String>)>,
+}
+
+/// How long the one-line reminder of the situation may be (about a line at 1280 px, two on a
+/// phone).
+const REMINDER_CHARS: usize = 110;
+
+fn situation_reminder(text: Option<&str>) -> Option<(String, Option<String>)> {
+    let text = text?;
+    let (line, cut) = reminder(text, REMINDER_CHARS);
+    Some((line, cut.then(|| text.to_owned())))
 }
 
 #[derive(Template)]
@@ -208,6 +228,7 @@ fn questionnaire(
     csrf: &str,
     submitted: &[(String, String)],
     errors: &FormErrors,
+    situation: Option<&str>,
 ) -> QuestionnairePage {
     let inst = &ctx.instrument;
     let order = p.order(page, inst.items.len());
@@ -259,6 +280,7 @@ fn questionnaire(
         instructions: instructions(inst, before),
         items,
         errors: summary,
+        reminder: situation_reminder(situation).filter(|_| !before),
     }
 }
 
@@ -396,6 +418,7 @@ fn render_page(
     p: &Participant,
     page: Page,
     csrf: &str,
+    text: Option<&str>,
 ) -> Result<HttpResponse, AppError> {
     let none = FormErrors::default();
     match page {
@@ -405,7 +428,7 @@ fn render_page(
         }),
         Page::Demographics => render(demographics(ctx, csrf, &[], &none)),
         Page::PanasBefore | Page::PanasAfter => {
-            render(questionnaire(ctx, p, page, csrf, &[], &none))
+            render(questionnaire(ctx, p, page, csrf, &[], &none, text))
         }
         Page::Situation => Err(AppError::internal(
             "situation page rendered without its text",
@@ -417,6 +440,14 @@ fn render_page(
         }),
         Page::Done | Page::Ended | Page::Withdrawn => render(final_page(ctx, p, page, csrf)),
     }
+}
+
+/// The text of the participant's situation.
+async fn situation_text(state: &AppState, p: &Participant) -> Result<Option<String>, AppError> {
+    let p = p.clone();
+    state
+        .survey_db(move |conn| Ok(participants::situation_of(conn, &p)?.map(|(_, text)| text)))
+        .await
 }
 
 async fn participant_or_entry(ctx: &SurveyContext) -> Result<Participant, HttpResponse> {
@@ -450,6 +481,12 @@ pub async fn get(
     if requested != Some(current) {
         return Ok(see_other(&ctx.page_url(current)));
     }
+    // The second questionnaire repeats the situation in one line: one more read, on that page
+    // only.
+    let text = match (current, text) {
+        (Page::PanasAfter, None) => situation_text(&state, &p).await?,
+        (_, text) => text,
+    };
     let (csrf, new) = csrf::token(&req);
     let resp = if current == Page::Situation {
         let text = text.ok_or_else(|| {
@@ -461,7 +498,7 @@ pub async fn get(
             min_seconds: ctx.study.min_situation_seconds,
         })?
     } else {
-        render_page(&ctx, &p, current, &csrf)?
+        render_page(&ctx, &p, current, &csrf, text.as_deref())?
     };
     Ok(with_csrf(resp, &req, &csrf, new))
 }
@@ -505,10 +542,16 @@ pub async fn post(
                 demographics(&ctx, &csrf, &fields, &e),
                 StatusCode::UNPROCESSABLE_ENTITY,
             ),
-            current @ (Page::PanasBefore | Page::PanasAfter) => render_status(
-                questionnaire(&ctx, &p, current, &csrf, &fields, &e),
-                StatusCode::UNPROCESSABLE_ENTITY,
-            ),
+            current @ (Page::PanasBefore | Page::PanasAfter) => {
+                let text = match current {
+                    Page::PanasAfter => situation_text(&state, &p).await?,
+                    _ => None,
+                };
+                render_status(
+                    questionnaire(&ctx, &p, current, &csrf, &fields, &e, text.as_deref()),
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                )
+            }
             _ => render_status(
                 check_page(&ctx, &csrf, None, Some("Please choose an answer.".into())),
                 StatusCode::UNPROCESSABLE_ENTITY,

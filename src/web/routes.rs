@@ -13,7 +13,7 @@ use crate::{admin, survey};
 /// states it so a reader sees every route's policy in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
-    /// Anyone (start page, health, assets, login).
+    /// Anyone (start page, health, assets, login, an invitation's link).
     Public,
     /// Participants (the survey; its own cookie and CSRF rules).
     Participant,
@@ -67,6 +67,9 @@ route_table! {
     post "/s/{study}/withdraw"                => survey::pages::withdraw, Participant;
     get  "/s/{study}/{page}"                  => survey::pages::get, Participant;
     post "/s/{study}/{page}"                  => survey::pages::post, Participant;
+    // An invitation's link: public (the invitee has no account yet).
+    get  "/invite/{token}"                    => admin::invites::form, Public;
+    post "/invite/{token}"                    => admin::invites::accept, Public;
     // Researchers and admins: one scope; each route's access is enforced by its extractor.
     "/admin" => {
         get  "/login"                             => admin::login::form, Public;
@@ -91,6 +94,9 @@ route_table! {
         get  "/runs/{run}"                        => admin::runs::show, Admin;
         post "/runs/{run}/{action}"               => admin::runs::action, Admin;
         get  "/users"                             => admin::users::list, Admin;
+        post "/users/invite"                      => admin::users::invite, Admin;
+        post "/users/{user}/status"               => admin::users::set_status, Admin;
+        post "/users/{user}/role"                 => admin::users::set_role, Admin;
         get  "/audit"                             => admin::audit::list, Admin;
     }
 }

@@ -62,6 +62,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("post", "/s/{study}/withdraw", Access::Participant),
     ("get", "/s/{study}/{page}", Access::Participant),
     ("post", "/s/{study}/{page}", Access::Participant),
+    ("get", "/invite/{token}", Access::Public),
+    ("post", "/invite/{token}", Access::Public),
     ("get", "/admin/login", Access::Public),
     ("post", "/admin/login", Access::Public),
     ("post", "/admin/logout", Access::Researcher),
@@ -92,6 +94,9 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("get", "/admin/runs/{run}", Access::Admin),
     ("post", "/admin/runs/{run}/{action}", Access::Admin),
     ("get", "/admin/users", Access::Admin),
+    ("post", "/admin/users/invite", Access::Admin),
+    ("post", "/admin/users/{user}/status", Access::Admin),
+    ("post", "/admin/users/{user}/role", Access::Admin),
     ("get", "/admin/audit", Access::Admin),
 ];
 
@@ -122,6 +127,8 @@ fn concrete(path: &str) -> String {
         .replace("{run}", "1")
         .replace("{action}", "pause")
         .replace("{page}", "consent")
+        .replace("{user}", "1")
+        .replace("{token}", "matrixtoken")
         .replace("{file}", file)
 }
 

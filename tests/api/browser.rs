@@ -826,3 +826,142 @@ on_both_backends!(
     a_real_browser_completes_the_survey_from_the_prolific_link,
     a_real_browser_answers_a_bdi_page
 );
+
+// --- Accounts pages (#13 point 6): the accounts page, the invitation link page and the
+// invitee's page, in the same browser and audit. Admin pages have a desktop navigation (its
+// "Sign out" is a text link), so only axe and the horizontal-scroll part of the layout check
+// apply; the invitee's page is public and gets the full check.
+
+/// axe on the current page, no horizontal scroll at 360 px, and a screenshot.
+fn check_accounts_page(audit: &mut Audit, name: &str, full_layout: bool) {
+    if full_layout {
+        return audit.check(name);
+    }
+    let c = audit.chrome;
+    for v in audit.axe(name) {
+        let line = format!(
+            "{name}: [{}] {} ({}): {}",
+            v["impact"].as_str().unwrap_or("?"),
+            v["id"].as_str().unwrap_or("?"),
+            v["help"].as_str().unwrap_or(""),
+            v["nodes"]
+        );
+        if matches!(v["impact"].as_str(), Some("serious" | "critical")) {
+            audit.failures.push(line);
+        } else {
+            audit.minor.push(line);
+        }
+    }
+    let wide = c.exec(
+        "return document.documentElement.scrollWidth > window.innerWidth",
+        json!([]),
+    );
+    if wide == true {
+        audit.failures.push(format!("{name}: horizontal scroll"));
+    }
+    let file = target_dir().join(format!(
+        "screenshots/{}-{}x{}-{}.png",
+        name.replace(' ', "-"),
+        VIEWPORT.0,
+        VIEWPORT.1,
+        audit.backend
+    ));
+    c.screenshot(&file);
+    audit.pages.push(name.to_owned());
+}
+
+/// Types into a field by setting its value (the pages need no keyboard events).
+fn fill(c: &Chrome, id: &str, value: &str) {
+    c.exec(
+        "document.getElementById(arguments[0]).value = arguments[1];",
+        json!([id, value]),
+    );
+}
+
+fn a_real_browser_invites_and_the_invitee_sets_a_password(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let Some(chrome) = Chrome::start() else {
+        return;
+    };
+    let backend = match db.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let app = spawn_app(db);
+    crate::admin::add_user(
+        &app,
+        "ada@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    crate::admin::add_user(
+        &app,
+        "rita@example.org",
+        emotionbench::store::users::Role::Researcher,
+    );
+    let base = app.base.clone();
+    let c = &chrome;
+    let mut audit = Audit {
+        chrome: c,
+        axe,
+        backend,
+        pages: Vec::new(),
+        failures: Vec::new(),
+        minor: Vec::new(),
+    };
+    c.goto(&format!("{base}/admin/login"));
+    c.wait_for(&base, "/admin/login");
+    fill(c, "email", "ada@example.org");
+    fill(c, "password", crate::admin::PASSWORD);
+    c.click(&c.css("button[type='submit']"));
+    c.wait_for(&base, "/admin");
+
+    c.goto(&format!("{base}/admin/users"));
+    c.wait_for(&base, "/admin/users");
+    check_accounts_page(&mut audit, "accounts", false);
+    fill(c, "invite-email", "new@example.org");
+    c.click(&c.xpath("//button[contains(., 'Create invitation link')]"));
+    c.wait_for(&base, "/admin/users/invite");
+    check_accounts_page(&mut audit, "invitation link", false);
+    let link = c.exec(
+        "return document.getElementById('invite-link').value",
+        json!([]),
+    );
+    let link = link.as_str().unwrap().to_owned();
+    let path = link.strip_prefix(&base).unwrap().to_owned();
+
+    c.goto(&link);
+    c.wait_for(&base, &path);
+    check_accounts_page(&mut audit, "invitation accept", true);
+    fill(c, "password", "short");
+    fill(c, "password2", "short");
+    c.click(&c.css("form button[type='submit']"));
+    c.wait_for(&base, &path);
+    assert!(c.source().contains("at least 10 characters"));
+    check_accounts_page(&mut audit, "invitation accept with error", true);
+    fill(c, "password", "a sturdy new passphrase");
+    fill(c, "password2", "a sturdy new passphrase");
+    c.click(&c.css("form button[type='submit']"));
+    c.wait_for(&base, &path);
+    assert!(c.source().contains("Your account is ready"));
+    check_accounts_page(&mut audit, "invitation accepted", true);
+    c.goto(&link);
+    c.wait_for(&base, &path);
+    check_accounts_page(&mut audit, "invitation used", true);
+
+    eprintln!(
+        "axe-core on {} account pages ({backend}): {}",
+        audit.pages.len(),
+        audit.pages.join(", ")
+    );
+    for m in &audit.minor {
+        eprintln!("minor: {m}");
+    }
+    assert!(
+        audit.failures.is_empty(),
+        "{} serious or critical problems:\n{}",
+        audit.failures.len(),
+        audit.failures.join("\n")
+    );
+}
+
+on_both_backends!(a_real_browser_invites_and_the_invitee_sets_a_password);

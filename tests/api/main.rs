@@ -5,6 +5,7 @@
 // Tests fail loudly by design: unwrap is the assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod accounts_web;
 mod admin;
 mod assignment;
 mod browser;
@@ -26,4 +27,5 @@ mod security_accounts;
 mod security_data;
 mod security_participants;
 mod survey;
+mod survey_frictions;
 mod web;
