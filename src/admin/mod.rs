@@ -3,6 +3,7 @@
 //! Anonymous visitors are sent to the login page (or get 401 on downloads).
 
 pub mod audit;
+pub mod data;
 pub mod exports;
 pub mod invites;
 pub mod login;

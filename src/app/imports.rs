@@ -1,5 +1,6 @@
 //! Imports: read a file, parse it with the pure domain importers, store it in one transaction
-//! with its audit entry.
+//! with its audit entry. The CLI passes a path ([`import_situations`] …), the admin's upload
+//! pages the uploaded bytes (`*_from`): both run the same parsers and the same transaction.
 
 use std::path::Path;
 
@@ -7,26 +8,65 @@ use super::error::{Error, Result};
 use crate::auth::password;
 use crate::domain::ImportError;
 use crate::domain::instrument::parse_questionnaires_json;
-use crate::domain::situation::{SituationFormat, parse_situations};
+use crate::domain::situation::{Situation, SituationFormat, parse_situations};
 use crate::domain::study::{StudyConfig, StudyStatus};
+use crate::export::cells::{self, Cells};
+use crate::store::audit::Actor;
 use crate::store::{self, DbConnection, StoreError, audit, instruments, situations, studies};
 
-fn read(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Read {
+/// A file to import: the name it goes by in messages and the audit log, and its content.
+pub struct Upload<'a> {
+    pub name: &'a Path,
+    pub bytes: &'a [u8],
+}
+
+impl Upload<'_> {
+    fn file_name(&self) -> String {
+        self.name
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    fn text(&self) -> Result<&str> {
+        std::str::from_utf8(self.bytes).map_err(|e| Error::Import {
+            path: self.name.to_owned(),
+            error: ImportError::new(
+                format!("byte {}", e.valid_up_to()),
+                "the file is not UTF-8 text",
+            ),
+        })
+    }
+
+    fn malformed(&self, error: ImportError) -> Error {
+        Error::Import {
+            path: self.name.to_owned(),
+            error,
+        }
+    }
+
+    fn rejected(&self, error: StoreError) -> Error {
+        Error::Rejected {
+            path: self.name.to_owned(),
+            error,
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Read {
         path: path.to_owned(),
         source,
-    })?;
-    String::from_utf8(bytes).map_err(|e| Error::Import {
-        path: path.to_owned(),
-        error: ImportError::new(
-            format!("byte {}", e.utf8_error().valid_up_to()),
-            "the file is not UTF-8 text",
-        ),
     })
 }
 
-/// The default set name: the file's stem (`situations.json` and `situations.csv` are one set).
-pub fn default_set_name(path: &Path) -> String {
+/// The default set name: `tested-175` for `doc.csv` (the tested situations, whose keys the
+/// published human and model files use), else the file's stem (`situations.json` and
+/// `situations.csv` are one set).
+pub fn default_set_name(path: &Path, format: SituationFormat) -> String {
+    if format == SituationFormat::EmotionBenchDocCsv {
+        return HUMANS_DEFAULT_SET.into();
+    }
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "situations".into())
@@ -37,24 +77,33 @@ pub fn import_situations(
     path: &Path,
     set: Option<&str>,
 ) -> Result<(SituationFormat, situations::ImportSummary), Error> {
-    let text = read(path)?;
-    let file = parse_situations(&text).map_err(|error| Error::Import {
-        path: path.to_owned(),
-        error,
-    })?;
+    let bytes = read(path)?;
+    let file = Upload {
+        name: path,
+        bytes: &bytes,
+    };
+    import_situations_from(conn, &file, set, &Actor::Cli)
+}
+
+/// Imports a situation file in any of the formats [`parse_situations`] detects into `set`
+/// (default: [`default_set_name`]). One transaction with its audit entry.
+pub fn import_situations_from(
+    conn: &mut DbConnection,
+    file: &Upload<'_>,
+    set: Option<&str>,
+    actor: &Actor,
+) -> Result<(SituationFormat, situations::ImportSummary), Error> {
+    let parsed = parse_situations(file.text()?).map_err(|e| file.malformed(e))?;
     let set = set
         .map(str::to_owned)
-        .unwrap_or_else(|| default_set_name(path));
-    let source = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .unwrap_or_else(|| default_set_name(file.name, parsed.format));
+    let source = file.file_name();
     let summary = conn
         .write_transaction(|conn| {
-            let summary = situations::import(conn, &set, &source, &file.situations)?;
+            let summary = situations::import(conn, &set, &source, &parsed.situations)?;
             audit::record(
                 conn,
-                &audit::Actor::Cli,
+                actor,
                 "import.situations",
                 Some(&set),
                 Some(
@@ -63,41 +112,109 @@ pub fn import_situations(
             )?;
             Ok::<_, StoreError>(summary)
         })
-        .map_err(|error| Error::Rejected {
-            path: path.to_owned(),
-            error,
-        })?;
-    Ok((file.format, summary))
+        .map_err(|e| file.rejected(e))?;
+    Ok((parsed.format, summary))
 }
 
 pub fn import_instruments(
     conn: &mut DbConnection,
     path: &Path,
 ) -> Result<Vec<(String, instruments::Outcome)>, Error> {
-    let text = read(path)?;
-    let list = parse_questionnaires_json(&text).map_err(|error| Error::Import {
-        path: path.to_owned(),
-        error,
-    })?;
-    let source = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let bytes = read(path)?;
+    let file = Upload {
+        name: path,
+        bytes: &bytes,
+    };
+    import_instruments_from(conn, &file, &Actor::Cli)
+}
+
+/// Imports instruments in the `questionnaires.json` format. One transaction with its audit
+/// entry.
+pub fn import_instruments_from(
+    conn: &mut DbConnection,
+    file: &Upload<'_>,
+    actor: &Actor,
+) -> Result<Vec<(String, instruments::Outcome)>, Error> {
+    let list = parse_questionnaires_json(file.text()?).map_err(|e| file.malformed(e))?;
+    let source = file.file_name();
     conn.write_transaction(|conn| {
         let outcomes = instruments::import(conn, &list)?;
         audit::record(
             conn,
-            &audit::Actor::Cli,
+            actor,
             "import.instruments",
             None,
             Some(&serde_json::json!({"file": source, "instruments": outcomes.len()})),
         )?;
         Ok::<_, StoreError>(outcomes)
     })
-    .map_err(|error| Error::Rejected {
-        path: path.to_owned(),
-        error,
+    .map_err(|e| file.rejected(e))
+}
+
+/// What the admin's data page lists: the situation sets, and the studies and instruments
+/// that uploads of human data and model results may name.
+pub struct DataOverview {
+    pub sets: Vec<situations::SetSummary>,
+    pub studies: Vec<String>,
+    pub instruments: Vec<String>,
+}
+
+pub fn data_overview(conn: &mut DbConnection) -> Result<DataOverview> {
+    Ok(DataOverview {
+        sets: situations::sets(conn)?,
+        studies: studies::list_all(conn)?
+            .into_iter()
+            .map(|s| s.slug)
+            .collect(),
+        instruments: instruments::list(conn)?
+            .into_iter()
+            .map(|i| i.key)
+            .collect(),
     })
+}
+
+/// The situations of the set `name`, in file order.
+pub fn set_situations(conn: &mut DbConnection, name: &str) -> Result<Vec<Situation>> {
+    let id = situations::find_set(conn, name)?
+        .ok_or_else(|| Error::Invalid(format!("there is no situation set {name:?}")))?;
+    Ok(situations::list(conn, id)?
+        .into_iter()
+        .map(|s| s.situation)
+        .collect())
+}
+
+/// A set as a tidy CSV (`key,emotion,factor_index,factor_name,scenario_index,text`), which
+/// `import situations` reads back as the same set. Text cells go through [`cells`].
+pub fn tidy_csv(situations: &[Situation], mode: Cells) -> Result<Vec<u8>> {
+    let fail = |e: csv::Error| Error::Invalid(format!("cannot write the CSV: {e}"));
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let text = [true, true, false, true, false, true];
+    cells::write_record(
+        &mut w,
+        mode,
+        &text,
+        [
+            "key",
+            "emotion",
+            "factor_index",
+            "factor_name",
+            "scenario_index",
+            "text",
+        ],
+    )
+    .map_err(fail)?;
+    for s in situations {
+        let (f, n) = (s.factor_index.to_string(), s.scenario_index.to_string());
+        cells::write_record(
+            &mut w,
+            mode,
+            &text,
+            [s.key.as_str(), &s.emotion, &f, &s.factor_name, &n, &s.text],
+        )
+        .map_err(fail)?;
+    }
+    w.into_inner()
+        .map_err(|e| Error::Invalid(format!("cannot write the CSV: {e}")))
 }
 
 /// What `import humans` did.
@@ -114,16 +231,16 @@ pub struct HumansImport {
 /// The situation set a study created by `import humans` uses when none is named.
 pub const HUMANS_DEFAULT_SET: &str = "tested-175";
 
-/// Reads the `Raw` sheet of an xlsx workbook into a grid of cell texts at their real positions.
-fn read_xlsx_sheet(path: &Path, sheet: &str) -> Result<Vec<Vec<String>>> {
-    use calamine::{Data, Reader, Xlsx, open_workbook};
-    let invalid = |reason: String| Error::Import {
-        path: path.to_owned(),
-        error: ImportError::new(format!("sheet {sheet}"), reason),
-    };
-    let mut book: Xlsx<_> = open_workbook(path).map_err(|e| Error::Import {
-        path: path.to_owned(),
-        error: ImportError::new("file", format!("not a readable xlsx workbook: {e}")),
+/// Reads a sheet of an xlsx workbook into a grid of cell texts at their real positions.
+fn read_xlsx_sheet(file: &Upload<'_>, sheet: &str) -> Result<Vec<Vec<String>>> {
+    use calamine::{Data, Reader, Xlsx};
+    let invalid =
+        |reason: String| file.malformed(ImportError::new(format!("sheet {sheet}"), reason));
+    let mut book: Xlsx<_> = Xlsx::new(std::io::Cursor::new(file.bytes)).map_err(|e| {
+        file.malformed(ImportError::new(
+            "file",
+            format!("not a readable xlsx workbook: {e}"),
+        ))
     })?;
     let range = book
         .worksheet_range(sheet)
@@ -145,6 +262,11 @@ fn read_xlsx_sheet(path: &Path, sheet: &str) -> Result<Vec<Vec<String>>> {
     Ok(grid)
 }
 
+/// An xlsx workbook is a zip archive; its content, not its name, says so.
+fn is_xlsx(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PK\x03\x04")
+}
+
 /// Imports the published human data (`crowd.xlsx`, sheet `Raw`, or the derived
 /// one-row-per-participant CSV) as completed, imported participants of `study`.
 ///
@@ -158,25 +280,31 @@ pub fn import_humans(
     study: &str,
     set: Option<&str>,
 ) -> Result<HumansImport, Error> {
+    let bytes = read(path)?;
+    let file = Upload {
+        name: path,
+        bytes: &bytes,
+    };
+    import_humans_from(conn, &file, study, set, &Actor::Cli)
+}
+
+/// [`import_humans`] of an uploaded file: an xlsx workbook (by its content) or the CSV.
+pub fn import_humans_from(
+    conn: &mut DbConnection,
+    file: &Upload<'_>,
+    study: &str,
+    set: Option<&str>,
+    actor: &Actor,
+) -> Result<HumansImport, Error> {
     use crate::domain::humans;
     use crate::store::cohorts;
-    let is_xlsx = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("xlsx"));
-    let file_name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let grid = if is_xlsx {
-        Some(read_xlsx_sheet(path, "Raw")?)
+    let file_name = file.file_name();
+    let (grid, text) = if is_xlsx(file.bytes) {
+        (Some(read_xlsx_sheet(file, "Raw")?), None)
     } else {
-        None
+        (None, Some(file.text()?))
     };
-    let text = if is_xlsx { None } else { Some(read(path)?) };
-    let rejected = |error: StoreError| Error::Rejected {
-        path: path.to_owned(),
-        error,
-    };
+    let rejected = |error: StoreError| file.rejected(error);
     conn.write_transaction(|conn| {
         let (study_row, study_created) = match studies::load(conn, study)? {
             Some(s) => (s, false),
@@ -186,7 +314,7 @@ pub fn import_humans(
                     StoreError::Conflict(format!(
                         "there is no study {study:?}, and no situation set {set_name:?} to create \
                          it with: import the tested situations first (emotionbench import \
-                         situations test_situations_175.csv --set {set_name}) or name another \
+                         situations doc.csv, which makes the set tested-175) or name another \
                          set with --set"
                     ))
                 })?;
@@ -254,7 +382,7 @@ pub fn import_humans(
         let created = cohorts::insert_completed(conn, study_row.id, &new)?;
         audit::record(
             conn,
-            &audit::Actor::Cli,
+            actor,
             "import.humans",
             Some(study),
             Some(&serde_json::json!({"file": file_name, "created": created})),
@@ -297,17 +425,44 @@ pub fn import_model_results(
     model: &str,
     instrument: Option<&str>,
 ) -> Result<ModelResultsImport, Error> {
+    let bytes = read(path)?;
+    let file = Upload {
+        name: path,
+        bytes: &bytes,
+    };
+    let target = ModelResultsTarget {
+        study,
+        model,
+        instrument,
+    };
+    import_model_results_from(conn, &file, &target, &Actor::Cli)
+}
+
+/// Where released model answers go: the study, the model's name, the instrument (default: the
+/// study's).
+pub struct ModelResultsTarget<'a> {
+    pub study: &'a str,
+    pub model: &'a str,
+    pub instrument: Option<&'a str>,
+}
+
+/// [`import_model_results`] of an uploaded file.
+pub fn import_model_results_from(
+    conn: &mut DbConnection,
+    file: &Upload<'_>,
+    target: &ModelResultsTarget<'_>,
+    actor: &Actor,
+) -> Result<ModelResultsImport, Error> {
     use crate::domain::model_results::{Measure, parse_results_csv};
     use crate::store::model_runs;
-    let text = read(path)?;
-    let file_name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let rejected = |error: StoreError| Error::Rejected {
-        path: path.to_owned(),
-        error,
-    };
+    let ModelResultsTarget {
+        study,
+        model,
+        instrument,
+    } = *target;
+    let text = file.text()?;
+    let file_name = file.file_name();
+    let rejected = |error: StoreError| file.rejected(error);
     conn.write_transaction(|conn| {
         let study_row = studies::load(conn, study)?
             .ok_or_else(|| StoreError::Conflict(format!("there is no study {study:?}")))?;
@@ -325,7 +480,7 @@ pub fn import_model_results(
                 (id, instruments::get(conn, id)?)
             }
         };
-        let trials = parse_results_csv(&text, &instrument)
+        let trials = parse_results_csv(text, &instrument)
             .map_err(|e| StoreError::Conflict(format!("{}: {}", e.location, e.reason)))?;
         let keys: std::collections::HashMap<String, store::SituationId> =
             match study_row.situation_set_id {
@@ -403,7 +558,7 @@ pub fn import_model_results(
         )?;
         audit::record(
             conn,
-            &audit::Actor::Cli,
+            actor,
             "import.model-results",
             Some(study),
             Some(&serde_json::json!({

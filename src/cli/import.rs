@@ -9,12 +9,14 @@ use super::db;
 
 #[derive(clap::Subcommand)]
 pub enum ImportCommand {
-    /// Situations: EmotionBench situations.json, the wide situations.csv, or a tidy CSV
+    /// Situations: EmotionBench situations.json, the wide situations.csv, doc.csv (the 175
+    /// tested situations; factor names from EmotionBench's catalogue), or a tidy CSV
     /// (key,emotion,factor,text[,factor_index,scenario_index,...]). The format is detected from
     /// the content.
     Situations {
         file: PathBuf,
-        /// The situation set to create or update (default: the file name without extension).
+        /// The situation set to create or update (default: tested-175 for doc.csv, else the
+        /// file name without extension).
         #[arg(long, value_name = "NAME")]
         set: Option<String>,
     },

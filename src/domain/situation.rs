@@ -55,6 +55,9 @@ pub enum SituationFormat {
     EmotionBenchWideCsv,
     /// One row per situation with `key`, `emotion`, `factor`/`factor_name` and `text` columns.
     TidyCsv,
+    /// Upstream `doc.csv`, the prompts of the 175 tested situations: one column per trial
+    /// (`Anger-0_scenario-3_test-0_order-0`), the prompt in the first row.
+    EmotionBenchDocCsv,
 }
 
 impl SituationFormat {
@@ -64,6 +67,7 @@ impl SituationFormat {
             Self::EmotionBenchJson => "EmotionBench JSON",
             Self::EmotionBenchWideCsv => "EmotionBench wide CSV",
             Self::TidyCsv => "tidy CSV",
+            Self::EmotionBenchDocCsv => "EmotionBench doc.csv",
         }
     }
 }
@@ -259,6 +263,9 @@ fn parse_csv(content: &str) -> Result<SituationFile, ImportError> {
     if has("key") && has("text") {
         return parse_tidy(&names, records);
     }
+    if is_doc_header(&names) {
+        return parse_doc(&names, records);
+    }
     if !names.is_empty() && names.iter().all(|name| split_wide_column(name).is_some()) {
         return parse_wide(&names, records);
     }
@@ -272,7 +279,8 @@ fn parse_csv(content: &str) -> Result<SituationFile, ImportError> {
     Err(ImportError::new(
         "line 1",
         "unrecognised header: expected a tidy CSV (columns key, emotion, factor, text) \
-         or a wide EmotionBench CSV (columns Anger-0, Anger-1, ...)",
+         a wide EmotionBench CSV (columns Anger-0, Anger-1, ...) or an EmotionBench doc.csv \
+         (columns question-0, order-0, Anger-0_scenario-0_test-0_order-0, ...)",
     ))
 }
 
@@ -780,6 +788,248 @@ impl TidyPlacer {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The factor catalogue
+
+/// The factors of each emotion, in EmotionBench's order (the paper's Table 1 and the upstream
+/// `situations.json`). `doc.csv` names a situation only by emotion and factor position, so the
+/// names a set imported from it carries come from here.
+pub const FACTORS: [(&str, &[&str]); 8] = [
+    (
+        "Anger",
+        &[
+            "Facing Self-Opinioned People",
+            "Blaming, Slandering, and Tattling",
+            "Bullying, Teasing, Insulting, and Disparaging",
+            "Silly and Thoughtless Behaviors",
+            "Driving Situations",
+        ],
+    ),
+    (
+        "Anxiety",
+        &[
+            "External Factors",
+            "Self-Imposed Pressure",
+            "Personal Growth and Relationships",
+            "Uncertainty and Unknowns",
+        ],
+    ),
+    (
+        "Depression",
+        &[
+            "Failure of Important Goals",
+            "Death of Loved Ones",
+            "Romantic Loss",
+            "Chronic Stress",
+            "Social Isolation",
+            "Winter",
+        ],
+    ),
+    (
+        "Frustration",
+        &[
+            "Disappointments and Letdowns",
+            "Unforeseen Obstacles and Accidents",
+            "Miscommunications and Misunderstanding",
+            "Rejection and Interpersonal Issues",
+        ],
+    ),
+    (
+        "Jealousy",
+        &[
+            "Romantic (Opposite Gender)",
+            "Romantic (Same Gender)",
+            "Material Possession",
+            "Experiential",
+        ],
+    ),
+    (
+        "Guilt",
+        &[
+            "Betrayal and Deception",
+            "Relationship and Interpersonal",
+            "Broken Promises and Responsibilities",
+            "Personal and Moral",
+        ],
+    ),
+    (
+        "Fear",
+        &[
+            "Social Fears",
+            "Agoraphobia Fears",
+            "Injury Fears",
+            "Dangerous Environments",
+            "Harmless Animals",
+        ],
+    ),
+    (
+        "Embarrassment",
+        &[
+            "Intimate",
+            "Stranger",
+            "Sticky Scenarios",
+            "Centre of Attention",
+        ],
+    ),
+];
+
+/// The catalogue's name of factor `factor_index` (0-based) of `emotion`, if it has one.
+pub fn catalogue_factor_name(emotion: &str, factor_index: u32) -> Option<&'static str> {
+    let emotion = canonical_emotion(emotion)?;
+    let (_, factors) = FACTORS.iter().find(|(name, _)| *name == emotion)?;
+    factors.get(usize::try_from(factor_index).ok()?).copied()
+}
+
+// ---------------------------------------------------------------------------------------------
+// doc.csv
+
+/// The words `doc.csv` puts before each situation's quoted text in its prompt row.
+const DOC_PROMPT_PREFIX: &str = "Imagine you are the protagonist in the scenario:";
+
+/// A `doc.csv` header starts with `question-0`, or has a trial column.
+fn is_doc_header(names: &[String]) -> bool {
+    names.first().is_some_and(|n| n == "question-0")
+        || names.iter().any(|n| matches!(doc_column(n), Ok(Some(_))))
+}
+
+/// A `doc.csv` column: `Ok(None)` for the prompt and the columns without a situation
+/// (`question-N`, `order-N`, `General_test-T_order-O`), `Ok(Some((emotion, factor, scenario,
+/// test, order)))` for a trial, `Err(reason)` for anything else.
+#[allow(clippy::type_complexity)]
+fn doc_column(name: &str) -> Result<Option<(&'static str, u32, u32, u32, u32)>, String> {
+    let expected = "expected question-N, order-N, General_test-T_order-O or \
+                    Emotion-F_scenario-S_test-T_order-O";
+    for meta in ["question-", "order-"] {
+        if name
+            .strip_prefix(meta)
+            .is_some_and(|n| parse_plain_u32(n).is_some())
+        {
+            return Ok(None);
+        }
+    }
+    let unrecognised = || format!("unrecognised column; {expected}");
+    let (head, order) = name.rsplit_once("_order-").ok_or_else(unrecognised)?;
+    let (situation, test) = head.rsplit_once("_test-").ok_or_else(unrecognised)?;
+    let (Some(test), Some(order)) = (parse_plain_u32(test), parse_plain_u32(order)) else {
+        return Err(unrecognised());
+    };
+    if situation == "General" {
+        return Ok(None);
+    }
+    let (head, scenario) = situation
+        .split_once("_scenario-")
+        .ok_or_else(unrecognised)?;
+    let (emotion, factor) = head.rsplit_once('-').ok_or_else(unrecognised)?;
+    let (Some(factor), Some(scenario)) = (parse_plain_u32(factor), parse_plain_u32(scenario))
+    else {
+        return Err(unrecognised());
+    };
+    let emotion = canonical_emotion(emotion).ok_or_else(|| {
+        format!(
+            "unknown emotion {emotion:?}; expected one of {}",
+            known_emotions()
+        )
+    })?;
+    Ok(Some((emotion, factor, scenario, test, order)))
+}
+
+/// The situation in a prompt cell: `Imagine you are the protagonist in the scenario: "…"`
+/// gives the quoted text; a cell without the prefix is taken as the text itself.
+fn doc_text(cell: &str) -> &str {
+    let cell = cell.trim();
+    let rest = cell.strip_prefix(DOC_PROMPT_PREFIX).map_or(cell, str::trim);
+    rest.strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .map_or(rest, str::trim)
+}
+
+/// Upstream `doc.csv`: the header names one column per trial, the first row holds the
+/// prompts. The rows below hold the questionnaire's items (the same for every column) and are
+/// not situations, so they are not read. A situation appears once per test; its columns must
+/// agree on the text.
+fn parse_doc(names: &[String], mut records: Records<'_>) -> Result<SituationFile, ImportError> {
+    let at = |line: u64, i: usize| format!("line {line}, column {} {:?}", i + 1, names[i]);
+    let mut trials: Vec<(usize, &'static str, u32, u32)> = Vec::new();
+    let mut seen: HashMap<(&'static str, u32, u32, u32, u32), usize> = HashMap::new();
+    for (i, name) in names.iter().enumerate() {
+        let Some((emotion, factor, scenario, test, order)) =
+            doc_column(name).map_err(|reason| ImportError::new(at(1, i), reason))?
+        else {
+            continue;
+        };
+        if let Some(first) = seen.insert((emotion, factor, scenario, test, order), i) {
+            return Err(ImportError::new(
+                at(1, i),
+                format!("duplicate column (the same as column {})", first + 1),
+            ));
+        }
+        trials.push((i, emotion, factor, scenario));
+    }
+    if trials.is_empty() {
+        return Err(ImportError::new(
+            "line 1",
+            "no situation columns (Emotion-F_scenario-S_test-T_order-O)",
+        ));
+    }
+    let row = match records.next() {
+        None => {
+            return Err(ImportError::new(
+                "line 2",
+                "missing the row of prompts below the header",
+            ));
+        }
+        Some(record) => record.map_err(csv_error)?,
+    };
+    // The header's cells are all checked names without line breaks, so the prompts are line 2
+    // (the csv crate's own line is one short after a CRLF, which doc.csv uses).
+    let line = 2;
+    check_row_width(&row, names.len(), line)?;
+    let mut situations: Vec<Situation> = Vec::new();
+    let mut by_key: HashMap<String, (usize, usize)> = HashMap::new();
+    for (i, emotion, factor_index, scenario_index) in trials {
+        let text = doc_text(row.get(i).unwrap_or(""));
+        if text.is_empty() {
+            return Err(ImportError::new(at(line, i), "empty situation text"));
+        }
+        let key = situation_key(emotion, factor_index, scenario_index);
+        if let Some(&(index, column)) = by_key.get(&key) {
+            if situations[index].text != text {
+                return Err(ImportError::new(
+                    at(line, i),
+                    format!(
+                        "the text of {key} differs from its text in column {}",
+                        column + 1
+                    ),
+                ));
+            }
+            continue;
+        }
+        let factor_name = catalogue_factor_name(emotion, factor_index).ok_or_else(|| {
+            ImportError::new(
+                at(1, i),
+                format!(
+                    "{emotion} has no factor {factor_index} in EmotionBench's catalogue, and \
+                     doc.csv does not name factors: import situations.json or a tidy CSV \
+                     that names them"
+                ),
+            )
+        })?;
+        by_key.insert(key.clone(), (situations.len(), i));
+        situations.push(Situation {
+            key,
+            emotion: emotion.to_string(),
+            factor_index,
+            factor_name: factor_name.to_string(),
+            scenario_index,
+            text: text.to_string(),
+        });
+    }
+    Ok(SituationFile {
+        format: SituationFormat::EmotionBenchDocCsv,
+        situations,
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -1215,6 +1465,122 @@ mod tests {
         assert_eq!(canonical_emotion("Angry"), None);
         assert_eq!(canonical_emotion(" Anger"), None);
         assert_eq!(SituationFormat::TidyCsv.as_str(), "tidy CSV");
+    }
+
+    // doc.csv ---------------------------------------------------------------------------------
+
+    const DOC_HEAD: &str = "question-0,order-0,General_test-0_order-0,\
+                            Anger-0_scenario-0_test-0_order-0,Anger-0_scenario-0_test-1_order-0,\
+                            Fear-4_scenario-2_test-0_order-0";
+
+    fn doc(rows: &str) -> String {
+        format!("{DOC_HEAD}\n{rows}")
+    }
+
+    const DOC_PROMPTS: &str = "\"Prompt: SCENARIO\",x, ,\
+        \"Imagine you are the protagonist in the scenario: \"\"You wait.\"\"\",\
+        \"Imagine you are the protagonist in the scenario: \"\"You wait.\"\"\",\
+        A spider.\n1. Interested,1,,,,\n";
+
+    #[test]
+    fn detects_doc_csv_and_names_factors_from_the_catalogue() {
+        let file = parse_situations(&doc(DOC_PROMPTS)).unwrap();
+        assert_eq!(file.format, SituationFormat::EmotionBenchDocCsv);
+        assert_eq!(
+            file.situations,
+            vec![
+                Situation {
+                    key: "Anger-0_scenario-0".into(),
+                    emotion: "Anger".into(),
+                    factor_index: 0,
+                    factor_name: "Facing Self-Opinioned People".into(),
+                    scenario_index: 0,
+                    text: "You wait.".into(),
+                },
+                Situation {
+                    key: "Fear-4_scenario-2".into(),
+                    emotion: "Fear".into(),
+                    factor_index: 4,
+                    factor_name: "Harmless Animals".into(),
+                    scenario_index: 2,
+                    text: "A spider.".into(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn doc_csv_refusals_name_line_column_and_reason() {
+        rejects(
+            "question-0,order-0,Anger-0_scenario-0_test-0,x\nA,B,C,D\n",
+            "line 1, column 3 \"Anger-0_scenario-0_test-0\"",
+            "unrecognised column",
+        );
+        rejects(
+            "question-0,Rage-0_scenario-0_test-0_order-0\nA,B\n",
+            "line 1, column 2",
+            "unknown emotion \"Rage\"",
+        );
+        rejects(
+            "question-0,order-0\nA,B\n",
+            "line 1",
+            "no situation columns",
+        );
+        rejects(
+            "question-0,Anger-0_scenario-0_test-0_order-0,Anger-0_scenario-0_test-0_order-0\nA,B,B\n",
+            "line 1, column 3",
+            "duplicate column (the same as column 2)",
+        );
+        rejects(
+            &doc("P,x, ,\"Imagine you are the protagonist in the scenario: \"\"\"\"\",a,b\n"),
+            "line 2, column 4",
+            "empty situation text",
+        );
+        rejects(
+            &doc("P,x, ,one,other,b\n"),
+            "line 2, column 5",
+            "differs from its text in column 4",
+        );
+        rejects(
+            "question-0,Anger-9_scenario-0_test-0_order-0\nA,B\n",
+            "line 1, column 2",
+            "Anger has no factor 9",
+        );
+        rejects(DOC_HEAD, "line 2", "missing the row of prompts");
+        rejects(&doc("P,x, ,a,a,b,extra\n"), "line 2", "row has 7 cells");
+    }
+
+    #[test]
+    fn real_doc_csv_gives_the_tested_175_set() {
+        let (Some(doc), Some(tidy)) = (
+            upstream("doc.csv"),
+            upstream("derived/test_situations_175.csv"),
+        ) else {
+            return;
+        };
+        let from_doc = parse_situations(&doc).unwrap();
+        assert_eq!(from_doc.format, SituationFormat::EmotionBenchDocCsv);
+        assert_eq!(from_doc.situations.len(), 175);
+        assert_eq!(
+            from_doc.situations,
+            parse_situations(&tidy).unwrap().situations
+        );
+    }
+
+    #[test]
+    fn the_catalogue_matches_situations_json() {
+        let Some(json) = upstream("situations.json") else {
+            return;
+        };
+        for s in parse_situations(&json).unwrap().situations {
+            assert_eq!(
+                catalogue_factor_name(&s.emotion, s.factor_index),
+                Some(s.factor_name.as_str()),
+                "{}",
+                s.key
+            );
+        }
+        assert_eq!(catalogue_factor_name("Anger", 5), None);
     }
 }
 

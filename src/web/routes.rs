@@ -98,6 +98,13 @@ route_table! {
         post "/users/{user}/status"               => admin::users::set_status, Admin;
         post "/users/{user}/role"                 => admin::users::set_role, Admin;
         get  "/audit"                             => admin::audit::list, Admin;
+        get  "/data"                              => admin::data::index, Researcher;
+        post "/data/situations"                   => admin::data::upload_situations, Admin;
+        post "/data/instruments"                  => admin::data::upload_instruments, Admin;
+        post "/data/humans"                       => admin::data::upload_humans, Admin;
+        post "/data/model-results"                => admin::data::upload_model_results, Admin;
+        get  "/data/sets/{set}"                   => admin::data::browse_set, Researcher;
+        get  "/data/sets/{set}/export/situations.csv" => admin::data::download_set, ResearcherDownload;
     }
 }
 

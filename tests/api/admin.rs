@@ -98,6 +98,17 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("post", "/admin/users/{user}/status", Access::Admin),
     ("post", "/admin/users/{user}/role", Access::Admin),
     ("get", "/admin/audit", Access::Admin),
+    ("get", "/admin/data", Access::Researcher),
+    ("post", "/admin/data/situations", Access::Admin),
+    ("post", "/admin/data/instruments", Access::Admin),
+    ("post", "/admin/data/humans", Access::Admin),
+    ("post", "/admin/data/model-results", Access::Admin),
+    ("get", "/admin/data/sets/{set}", Access::Researcher),
+    (
+        "get",
+        "/admin/data/sets/{set}/export/situations.csv",
+        Access::ResearcherDownload,
+    ),
 ];
 
 #[test]
@@ -130,6 +141,7 @@ fn concrete(path: &str) -> String {
         .replace("{user}", "1")
         .replace("{token}", "matrixtoken")
         .replace("{file}", file)
+        .replace("{set}", "matrix")
 }
 
 fn call(b: &Browser, method: &str, path: &str, csrf: Option<&str>) -> Reply {

@@ -822,9 +822,82 @@ fn a_real_browser_answers_a_bdi_page(db: TestDb) {
     assert_eq!(stored, clicked);
 }
 
+/// The admin's data pages (#13): the upload page, the same page with a refused file, and a
+/// set's page, each audited like the survey pages.
+fn a_real_browser_audits_the_data_pages(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let Some(data) = crate::helpers::upstream() else {
+        return;
+    };
+    let Some(chrome) = Chrome::start() else {
+        return;
+    };
+    let backend = match db.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let app = spawn_app(db);
+    let doc = data.join("doc.csv");
+    crate::helpers::ok(crate::helpers::cli(
+        &app.db.url,
+        &["import", "situations", doc.to_str().unwrap()],
+    ));
+    crate::admin::add_user(
+        &app,
+        "data@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    let base = app.base.clone();
+    let c = &chrome;
+    let mut audit = Audit {
+        chrome: c,
+        axe,
+        backend,
+        pages: Vec::new(),
+        failures: Vec::new(),
+        minor: Vec::new(),
+    };
+    c.goto(&format!("{base}/admin/login"));
+    c.exec(
+        "document.getElementById('email').value = arguments[0];
+         document.getElementById('password').value = arguments[1];",
+        json!(["data@example.org", crate::admin::PASSWORD]),
+    );
+    c.click(&c.css("form[action='/admin/login'] button[type='submit']"));
+    c.wait_for(&base, "/admin");
+    c.goto(&format!("{base}/admin/data"));
+    c.wait_for(&base, "/admin/data");
+    audit.check("data");
+    // A refused file: a JSON file with a syntax error, chosen in the situation form.
+    let bad = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
+    std::fs::write(bad.path(), "{\"emotions\": [}").unwrap();
+    let input = c.css("#situations-file");
+    c.cmd(
+        "POST",
+        &format!("/element/{input}/value"),
+        json!({"text": bad.path().to_str().unwrap()}),
+    );
+    c.click(&c.css("form[action='/admin/data/situations'] button[type='submit']"));
+    c.wait_for(&base, "/admin/data/situations");
+    let source = c.source();
+    assert!(source.contains("Nothing was imported."), "{source}");
+    assert!(source.contains("invalid JSON"), "{source}");
+    audit.check("data refused");
+    c.goto(&format!("{base}/admin/data/sets/tested-175"));
+    c.wait_for(&base, "/admin/data/sets/tested-175");
+    audit.check("data set");
+    assert!(
+        audit.failures.is_empty(),
+        "{} problems:\n{}",
+        audit.failures.len(),
+        audit.failures.join("\n")
+    );
+}
+
 on_both_backends!(
     a_real_browser_completes_the_survey_from_the_prolific_link,
-    a_real_browser_answers_a_bdi_page
+    a_real_browser_answers_a_bdi_page,
+    a_real_browser_audits_the_data_pages
 );
 
 // --- Accounts pages (#13 point 6): the accounts page, the invitation link page and the

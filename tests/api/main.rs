@@ -28,4 +28,5 @@ mod security_data;
 mod security_participants;
 mod survey;
 mod survey_frictions;
+mod uploads;
 mod web;

@@ -9,8 +9,8 @@ use serde_json::Value;
 use crate::admin::signed_in;
 use crate::exports::pandas_python;
 use crate::helpers::{TestDb, cli, ok, spawn_app, upstream};
-use crate::humans::{human_csv, import_tested_175};
-use crate::model_results::results_file;
+use crate::humans::{crowd_xlsx, human_csv, import_tested_175};
+use crate::model_results::{CHALLENGING, challenging_file, results_file};
 use crate::on_both_backends;
 
 /// The human cohort and the released gpt-4 and gpt-3.5-turbo answers in study `crowd`.
@@ -148,7 +148,100 @@ fn the_published_data_reproduces_the_humans_and_table_2_of_the_paper(db: TestDb)
         return;
     }
     import_published(&db);
-    let r = json(&db, &["--mode", "paper"]);
+    assert_published_figures(&db, 2);
+}
+
+/// The released answer columns of an upstream results file: (default, evoked).
+fn released_trials(path: &str) -> (usize, usize) {
+    let header = std::fs::read_to_string(path).unwrap();
+    let header = header.lines().next().unwrap();
+    let columns: Vec<&str> = header.split(',').filter(|c| c.contains("_test-")).collect();
+    let default = columns.iter().filter(|c| c.starts_with("General_")).count();
+    (default, columns.len() - default)
+}
+
+/// The seven models of the released PANAS results.
+const PANAS_MODELS: [&str; 7] = [
+    "davinci-003",
+    "gpt-3.5-turbo",
+    "gpt-4",
+    "llama2-13b",
+    "llama2-7b",
+    "llama3.1-8b",
+    "mixtral-8x22b",
+];
+
+/// Imports a released results file and checks that every one of its trials was imported.
+fn import_every_trial(db: &TestDb, path: &str, model: &str, instrument: &str) {
+    let out = ok(cli(
+        &db.url,
+        &[
+            "import",
+            "model-results",
+            path,
+            "--study",
+            "crowd",
+            "--model",
+            model,
+            "--instrument",
+            instrument,
+        ],
+    ));
+    let count = |prefix: &str| -> usize {
+        let line = out.lines().find(|l| l.starts_with(prefix)).unwrap();
+        let numbers: Vec<usize> = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        numbers.iter().sum()
+    };
+    assert_eq!(
+        (count("default trials:"), count("evoked trials:")),
+        released_trials(path),
+        "{path}: {out}"
+    );
+}
+
+/// The acceptance path of #13 with upstream files only: doc.csv (no derived CSV),
+/// questionnaires.json, crowd.xlsx, the seven PANAS result files and the eight
+/// challenging-scale files; the report gives the paper's figures.
+fn upstream_files_alone_import_and_reproduce_the_paper(db: TestDb) {
+    let Some(data) = upstream() else { return };
+    let doc = data.join("doc.csv");
+    let out = ok(cli(
+        &db.url,
+        &["import", "situations", doc.to_str().unwrap()],
+    ));
+    assert!(
+        out.contains("as EmotionBench doc.csv into set tested-175 (new)"),
+        "{out}"
+    );
+    assert!(out.contains("situations: 175 (175 created"), "{out}");
+    let questionnaires = data.join("questionnaires.json");
+    ok(cli(
+        &db.url,
+        &["import", "instruments", questionnaires.to_str().unwrap()],
+    ));
+    let out = ok(cli(
+        &db.url,
+        &["import", "humans", &crowd_xlsx(), "--study", "crowd"],
+    ));
+    assert!(
+        out.contains("participants: 1266 in the file, 1266 created"),
+        "{out}"
+    );
+    for model in PANAS_MODELS {
+        import_every_trial(&db, &results_file(model), model, "PANAS");
+    }
+    for (scale, ..) in CHALLENGING {
+        import_every_trial(&db, &challenging_file(scale), "gpt-3.5-turbo", scale);
+    }
+    assert_published_figures(&db, PANAS_MODELS.len());
+}
+
+/// The humans' column and Table 2 for GPT-4 and GPT-3.5-Turbo; `models` PANAS models in all.
+fn assert_published_figures(db: &TestDb, models: usize) {
+    let r = json(db, &["--mode", "paper"]);
     assert_shape(&r);
     assert_eq!(r["alpha"], 0.01);
     assert_eq!(r["mode"], "paper");
@@ -205,13 +298,13 @@ fn the_published_data_reproduces_the_humans_and_table_2_of_the_paper(db: TestDb)
     assert_eq!(change(cells(g3, "Anxiety")[1]), ("none", -0.9));
     // Alignment: one entry per model, with a summary line.
     let a = r["alignment"].as_array().unwrap();
-    assert_eq!(a.len(), 2);
+    assert_eq!(a.len(), models);
     assert!(
         a.iter()
             .all(|x| x["summary"].as_str().unwrap().contains("factor cells"))
     );
     // The default mode (Welch, no ε) and the situation unit give a report of the same shape.
-    let d = json(&db, &["--unit", "situation", "--correction", "bh"]);
+    let d = json(db, &["--unit", "situation", "--correction", "bh"]);
     assert_shape(&d);
     assert_eq!(d["mode"], "default");
     let o = cells(cohort(&d, "gpt-4"), "overall");
@@ -340,6 +433,7 @@ fn the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_p
 }
 
 on_both_backends!(
+    upstream_files_alone_import_and_reproduce_the_paper,
     the_published_data_reproduces_the_humans_and_table_2_of_the_paper,
     the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_page,
 );
