@@ -38,6 +38,9 @@ enum Command {
     /// Situation sets and their situations.
     #[command(subcommand)]
     Situations(cli::catalog::SituationsCommand),
+    /// Studies: export or import a definition, duplicate, open or close.
+    #[command(subcommand, alias = "study")]
+    Studies(cli::study::StudiesCommand),
     /// Accounts of researchers and admins.
     #[command(subcommand)]
     Admin(cli::admin::AdminCommand),
@@ -91,6 +94,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Import(cmd) => cli::import::run(&settings, cmd),
         Command::Instruments(cmd) => cli::catalog::instruments(&settings, cmd),
         Command::Situations(cmd) => cli::catalog::situations(&settings, cmd),
+        Command::Studies(cmd) => cli::study::run(&settings, cmd),
         Command::Admin(cmd) => cli::admin::run(&settings, cmd),
         Command::Retention(cmd) => cli::admin::retention(&settings, cmd),
         Command::Export(args) => cli::export::run(&settings, args),

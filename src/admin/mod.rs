@@ -10,6 +10,7 @@ pub mod login;
 pub mod report;
 pub mod runs;
 pub mod studies;
+pub mod study_reuse;
 pub mod users;
 
 use std::future::Future;

@@ -2,16 +2,19 @@
 //! (researchers), deletion of a participant or a whole study (admins, typed confirmation).
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::NaiveDate;
 
 use super::{Admin, Nav, Researcher, actor, field};
 use crate::app::{self, studies::StudyInput};
-use crate::domain::study::{StudyConfig, StudyStatus};
+use crate::domain::study::{
+    CONSENT_TEMPLATE, CheckItem, DEBRIEF_TEMPLATE, StudyConfig, StudyStatus, launch_checklist,
+};
 use crate::store::StoreError;
 use crate::store::instruments::{self, InstrumentSummary};
 use crate::store::monitor::{self, Monitor};
+use crate::store::participants::ParticipantBrief;
 use crate::store::situations::{self, SetSummary};
 use crate::store::studies::{self, Study, StudySummary};
 use crate::web::csrf;
@@ -113,6 +116,18 @@ impl FormValues {
         }
     }
 
+    /// The launch checklist of the values as typed (a value that does not parse counts as
+    /// missing), so the form shows what opening will need.
+    fn checklist(&self) -> Vec<CheckItem> {
+        let mut c = StudyConfig::new(self.slug.trim(), self.title.trim());
+        c.consent_text = self.consent_text.clone();
+        c.debrief_text = self.debrief_text.clone();
+        c.pid_param = self.pid_param.trim().to_owned();
+        c.code_completed = Some(self.code_completed.trim().to_owned()).filter(|s| !s.is_empty());
+        let retention = NaiveDate::parse_from_str(self.retention.trim(), "%Y-%m-%d").ok();
+        launch_checklist(&c, retention, app::studies::today())
+    }
+
     /// Parses into a configuration, or the list of problems.
     fn parse(&self) -> Result<(StudyConfig, Option<NaiveDate>), Vec<String>> {
         let mut errors = Vec::new();
@@ -206,6 +221,7 @@ impl FormValues {
 struct FormPage {
     nav: Nav,
     creating: bool,
+    checklist: Vec<CheckItem>,
     values: FormValues,
     instruments: Vec<InstrumentSummary>,
     sets: Vec<SetSummary>,
@@ -221,16 +237,19 @@ async fn choices(state: &AppState) -> Result<(Vec<InstrumentSummary>, Vec<SetSum
 pub async fn new_form(state: web::Data<AppState>, admin: Admin) -> Result<HttpResponse, AppError> {
     let (instruments, sets) = choices(&state).await?;
     let mut c = StudyConfig::new("", "");
-    c.consent_text = String::new();
+    c.consent_text = CONSENT_TEMPLATE.to_owned();
+    c.debrief_text = DEBRIEF_TEMPLATE.to_owned();
+    let values = FormValues::of(
+        &c,
+        "PANAS",
+        sets.first().map(|s| s.name.as_str()).unwrap_or(""),
+        None,
+    );
     render(FormPage {
         nav: Nav::of(admin.session()),
         creating: true,
-        values: FormValues::of(
-            &c,
-            "PANAS",
-            sets.first().map(|s| s.name.as_str()).unwrap_or(""),
-            None,
-        ),
+        checklist: values.checklist(),
+        values,
         instruments,
         sets,
         errors: Vec::new(),
@@ -303,6 +322,7 @@ async fn save(
                 FormPage {
                     nav: Nav::of(admin.session()),
                     creating: existing.is_none(),
+                    checklist: values.checklist(),
                     values,
                     instruments,
                     sets,
@@ -314,32 +334,12 @@ async fn save(
     }
 }
 
-async fn load_study(state: &AppState, slug: &str) -> Result<Study, AppError> {
+pub(super) async fn load_study(state: &AppState, slug: &str) -> Result<Study, AppError> {
     let slug = slug.to_owned();
     state
         .db(move |conn| Ok(studies::load(conn, &slug)?))
         .await?
         .ok_or(AppError::NotFound)
-}
-
-fn config_of(s: &Study) -> StudyConfig {
-    let mut c = StudyConfig::new(&s.slug, &s.title);
-    c.consent_text = s.consent_text.clone();
-    c.debrief_text = s.debrief_text.clone();
-    c.target_per_situation = s.target_per_situation;
-    c.shuffle_items = s.shuffles_items();
-    c.attention_check_ends = s.check_failure_ends();
-    c.demographics = s.demographic_fields();
-    c.pid_param = s.pid_param.clone();
-    c.study_id_param = s.study_id_param.clone();
-    c.session_id_param = s.session_id_param.clone();
-    c.code_completed = s.code_completed.clone();
-    c.code_no_consent = s.code_no_consent.clone();
-    c.code_failed_check = s.code_failed_check.clone();
-    c.code_screened_out = s.code_screened_out.clone();
-    c.min_situation_seconds = s.min_situation_seconds;
-    c.reservation_minutes = s.reservation_minutes;
-    c
 }
 
 pub async fn edit_form(
@@ -359,10 +359,12 @@ pub async fn edit_form(
         .find(|s| Some(s.id) == study.situation_set_id)
         .map(|s| s.name.clone())
         .unwrap_or_default();
+    let values = FormValues::of(&study.config(), &inst, &set, study.retention_until);
     render(FormPage {
         nav: Nav::of(admin.session()),
         creating: false,
-        values: FormValues::of(&config_of(&study), &inst, &set, study.retention_until),
+        checklist: values.checklist(),
+        values,
         instruments,
         sets,
         errors: Vec::new(),
@@ -381,6 +383,7 @@ pub async fn update(
 
 pub async fn set_status(
     state: web::Data<AppState>,
+    req: HttpRequest,
     admin: Admin,
     slug: web::Path<String>,
     form: web::Form<Vec<(String, String)>>,
@@ -392,16 +395,31 @@ pub async fn set_status(
         .parse()
         .map_err(AppError::BadRequest)?;
     let who = actor(admin.session());
-    let slug2 = study.slug.clone();
-    state
-        .db(move |conn| {
-            Ok(app::studies::set_status(
-                conn, study.id, &slug2, status, &who,
-            ))
-        })
-        .await??;
+    let (id, slug2) = (study.id, study.slug.clone());
+    let done = state
+        .db(move |conn| Ok(app::studies::set_status(conn, id, &slug2, status, &who)))
+        .await?;
     state.forget_study(&study.slug);
-    Ok(see_other(&format!("/admin/studies/{}", study.slug)))
+    match done {
+        Ok(()) => Ok(see_other(&format!("/admin/studies/{}", study.slug))),
+        // Not ready to open: the monitor again, its checklist naming what is missing (the
+        // use case's message lists the same items, for the command line).
+        Err(app::Error::Invalid(_)) => {
+            let page = monitor_page(&state, &req, Nav::of(admin.session()), study).await?;
+            render_status(
+                MonitorPage {
+                    error: Some(
+                        "The study cannot open yet: the launch checklist below names what is \
+                         missing."
+                            .into(),
+                    ),
+                    ..page
+                },
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[derive(Template)]
@@ -410,27 +428,56 @@ struct MonitorPage {
     nav: Nav,
     study: Study,
     monitor: Monitor,
-    participant_link: String,
+    checklist: Vec<CheckItem>,
+    /// The absolute participant link, and the same with Prolific's placeholders.
+    participant_url: String,
+    prolific_url: String,
+    error: Option<String>,
+}
+
+impl MonitorPage {
+    fn ready(&self) -> bool {
+        self.checklist.iter().all(|i| i.ok)
+    }
+}
+
+async fn monitor_page(
+    state: &AppState,
+    req: &HttpRequest,
+    nav: Nav,
+    study: Study,
+) -> Result<MonitorPage, AppError> {
+    let s = study.clone();
+    let monitor = state.db(move |conn| Ok(monitor::load(conn, &s)?)).await?;
+    let base = crate::web::request::public_base(
+        req,
+        &state.settings.trusted_proxies,
+        state.settings.public_url.as_deref(),
+    );
+    let participant_url = format!("{base}/s/{}", study.slug);
+    let prolific_url = format!(
+        "{participant_url}?{}={{{{%PROLIFIC_PID%}}}}&{}={{{{%STUDY_ID%}}}}&{}={{{{%SESSION_ID%}}}}",
+        study.pid_param, study.study_id_param, study.session_id_param
+    );
+    Ok(MonitorPage {
+        nav,
+        checklist: study.launch_checklist(app::studies::today()),
+        study,
+        monitor,
+        participant_url,
+        prolific_url,
+        error: None,
+    })
 }
 
 pub async fn monitor(
     state: web::Data<AppState>,
+    req: HttpRequest,
     user: Researcher,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let study = load_study(&state, &slug).await?;
-    let s = study.clone();
-    let monitor = state.db(move |conn| Ok(monitor::load(conn, &s)?)).await?;
-    let participant_link = format!(
-        "/s/{}?{}={{{{%PROLIFIC_PID%}}}}&{}={{{{%STUDY_ID%}}}}&{}={{{{%SESSION_ID%}}}}",
-        study.slug, study.pid_param, study.study_id_param, study.session_id_param
-    );
-    render(MonitorPage {
-        nav: Nav::of(user.session()),
-        study,
-        monitor,
-        participant_link,
-    })
+    render(monitor_page(&state, &req, Nav::of(user.session()), study).await?)
 }
 
 #[derive(Template)]
@@ -481,7 +528,69 @@ pub async fn delete(
     Ok(see_other("/admin"))
 }
 
-/// Deletes one participant's data, found by participant number or Prolific id.
+/// The participant deletion page: the participant asked for and, after the POST, the result.
+#[derive(Template)]
+#[template(path = "admin/delete_participant.html")]
+struct DeleteParticipantPage {
+    nav: Nav,
+    study: Study,
+    /// What was typed (an export id or a Prolific id).
+    which: String,
+    found: Option<ParticipantBrief>,
+    deleted: bool,
+}
+
+/// What the deletion form sent: the participant, by the exports' id or the Prolific id.
+fn which_participant(fields: &[(String, String)]) -> Result<String, AppError> {
+    let which = field(fields, "participant").unwrap_or("").trim();
+    if which.is_empty() || which.len() > 64 {
+        return Err(AppError::BadRequest(
+            "Give the participant id of the exports or a Prolific id (at most 64 characters)."
+                .into(),
+        ));
+    }
+    Ok(which.to_owned())
+}
+
+/// The page (404 when nobody matched, so scripts see it too).
+fn participant_page(page: DeleteParticipantPage) -> Result<HttpResponse, AppError> {
+    let status = if page.found.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::NOT_FOUND
+    };
+    render_status(page, status)
+}
+
+/// Shows who a deletion would remove (status, situation, started), to confirm; or that the
+/// study has no such participant.
+pub async fn confirm_delete_participant(
+    state: web::Data<AppState>,
+    admin: Admin,
+    slug: web::Path<String>,
+    query: web::Query<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    let which = which_participant(&query)?;
+    let study = load_study(&state, &slug).await?;
+    let (id, w) = (study.id, which.clone());
+    let found = state
+        .db(move |conn| {
+            Ok(crate::store::participants::find_by_export_or_pid(
+                conn, id, &w,
+            )?)
+        })
+        .await?;
+    participant_page(DeleteParticipantPage {
+        nav: Nav::of(admin.session()),
+        study,
+        which,
+        found,
+        deleted: false,
+    })
+}
+
+/// Deletes one participant's data, found by the exports' participant id or the Prolific id,
+/// and says whose.
 pub async fn delete_participant(
     state: web::Data<AppState>,
     admin: Admin,
@@ -489,27 +598,18 @@ pub async fn delete_participant(
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     csrf::check_session(&admin.session().csrf_token, &form)?;
-    let which = field(&form, "participant").unwrap_or("").trim().to_owned();
-    if which.is_empty() || which.len() > 64 {
-        return Err(AppError::BadRequest(
-            "Give a participant number or Prolific id.".into(),
-        ));
-    }
+    let which = which_participant(&form)?;
     let study = load_study(&state, &slug).await?;
     let who = actor(admin.session());
-    let deleted = state
-        .db(move |conn| {
-            Ok(app::studies::delete_participant(
-                conn,
-                study.id,
-                &study.slug,
-                &which,
-                &who,
-            ))
-        })
+    let (id, slug2, w) = (study.id, study.slug.clone(), which.clone());
+    let found = state
+        .db(move |conn| Ok(app::studies::delete_participant(conn, id, &slug2, &w, &who)))
         .await??;
-    if deleted == 0 {
-        return Err(AppError::NotFound);
-    }
-    Ok(see_other(&format!("/admin/studies/{slug}")))
+    participant_page(DeleteParticipantPage {
+        nav: Nav::of(admin.session()),
+        study,
+        which,
+        deleted: found.is_some(),
+        found,
+    })
 }

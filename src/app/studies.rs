@@ -1,12 +1,20 @@
-//! Studies: create and change one, open or close it, delete it or one participant's data, and
-//! apply the retention dates. Each write records its audit entry in the same transaction.
+//! Studies: create, change, duplicate one, export and import its definition, open (after its
+//! launch checklist) or close it, delete it or one participant's data, and apply the retention
+//! dates. Each write records its audit entry in the same transaction.
 
 use chrono::NaiveDate;
 
-use super::error::{Result, invalid};
-use crate::domain::study::{StudyConfig, StudyStatus};
+use super::error::{Error, Result, invalid};
+use crate::domain::archive::{ArchivedSet, StudyArchive};
+use crate::domain::study::{StudyConfig, StudyStatus, checklist_problems};
+use crate::store::participants::ParticipantBrief;
 use crate::store::studies::{self, Sources};
 use crate::store::{DbConnection, StudyId, audit, instruments, participants, situations};
+
+/// Today (UTC), the day the launch checklist's retention date is compared with.
+pub fn today() -> NaiveDate {
+    chrono::Utc::now().date_naive()
+}
 
 /// A study's settings as a researcher gives them: the configuration, the instrument (key) and
 /// the situation set (name; empty for none), and the retention date.
@@ -67,7 +75,8 @@ pub fn update(
     })
 }
 
-/// Opens, closes (or returns to draft) the study `id` named `slug`.
+/// Opens, closes (or returns to draft) the study `id` named `slug`. Opening needs every item
+/// of the launch checklist; otherwise it is [`Error::Invalid`] naming what is missing.
 pub fn set_status(
     conn: &mut DbConnection,
     id: StudyId,
@@ -76,6 +85,16 @@ pub fn set_status(
     actor: &audit::Actor,
 ) -> Result<()> {
     conn.write_transaction(|conn| {
+        if status == StudyStatus::Open {
+            let study = studies::load(conn, slug)?.ok_or_else(|| Error::NoStudy(slug.into()))?;
+            let problems = checklist_problems(&study.launch_checklist(today()));
+            if !problems.is_empty() {
+                return Err(invalid(format!(
+                    "The study cannot open yet. {}",
+                    problems.join(" ")
+                )));
+            }
+        }
         studies::set_status(conn, id, status)?;
         audit::record(
             conn,
@@ -86,6 +105,194 @@ pub fn set_status(
         )?;
         Ok(())
     })
+}
+
+/// Creates the draft `new_slug` (titled `new_title`) with the settings, texts, instrument, set
+/// and retention date of the study `slug`, and no participants. Returns the new slug.
+pub fn duplicate(
+    conn: &mut DbConnection,
+    slug: &str,
+    new_slug: &str,
+    new_title: &str,
+    actor: &audit::Actor,
+) -> Result<String> {
+    conn.write_transaction(|conn| {
+        let from = studies::load(conn, slug)?.ok_or_else(|| Error::NoStudy(slug.into()))?;
+        let mut config = from.config();
+        config.slug = new_slug.trim().to_owned();
+        config.title = new_title.trim().to_owned();
+        config.validate().map_err(invalid)?;
+        let sources = Sources {
+            instrument: from.instrument_id,
+            set: from.situation_set_id,
+            retention_until: from.retention_until,
+        };
+        let seed = i64::from(rand::random::<u32>());
+        studies::create(conn, &config, StudyStatus::Draft, sources, seed)?;
+        audit::record(
+            conn,
+            actor,
+            "study.duplicate",
+            Some(&config.slug),
+            Some(&serde_json::json!({ "from": slug })),
+        )?;
+        Ok(config.slug)
+    })
+}
+
+/// The definition of the study `slug`, ready to write as one file.
+pub fn export_definition(conn: &mut DbConnection, slug: &str) -> Result<StudyArchive> {
+    let study = studies::load(conn, slug)?.ok_or_else(|| Error::NoStudy(slug.into()))?;
+    let instrument = instruments::get(conn, study.instrument_id)?;
+    let set = match study.situation_set_id {
+        None => None,
+        Some(id) => {
+            let name = situations::sets(conn)?
+                .into_iter()
+                .find(|s| s.id == id)
+                .map(|s| s.name)
+                .ok_or_else(|| {
+                    crate::store::StoreError::Inconsistent(format!(
+                        "study {slug}: situation set {id} is missing"
+                    ))
+                })?;
+            let situations = situations::list(conn, id)?
+                .into_iter()
+                .map(|s| s.situation)
+                .collect();
+            Some(ArchivedSet { name, situations })
+        }
+    };
+    Ok(StudyArchive::new(
+        study.config(),
+        study.retention_date(),
+        instrument,
+        set,
+    ))
+}
+
+/// Whether an import found the instrument or set already here (same content) or made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Reused {
+    Existing,
+    Created,
+}
+
+impl Reused {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reused::Existing => "already here, identical",
+            Reused::Created => "created",
+        }
+    }
+}
+
+/// What importing a definition did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ImportedStudy {
+    pub slug: String,
+    pub instrument: (String, Reused),
+    pub set: Option<(String, Reused)>,
+}
+
+/// Creates the study of `archive` as a draft (a new seed, no participants), under `slug` when
+/// given, else the file's slug. Its instrument and situation set are used when this
+/// installation has them with the same content, and created when it has none of that name.
+/// A same-named instrument or set with other content is refused (`Invalid`, naming it): a
+/// study silently run on other items or texts would not be the same study. A set can be
+/// imported under another name (`set_name`); an instrument keeps its key (prompts and the
+/// emotion a scale measures go by it). All in one transaction: a refusal stores nothing.
+pub fn import_definition(
+    conn: &mut DbConnection,
+    archive: &StudyArchive,
+    slug: Option<&str>,
+    set_name: Option<&str>,
+    actor: &audit::Actor,
+) -> Result<ImportedStudy> {
+    let mut config = archive.study.clone();
+    if let Some(slug) = slug.map(str::trim).filter(|s| !s.is_empty()) {
+        config.slug = slug.to_owned();
+    }
+    config.validate().map_err(invalid)?;
+    conn.write_transaction(|conn| {
+        if studies::find(conn, &config.slug)?.is_some() {
+            return Err(invalid(format!(
+                "A study {:?} exists here already: choose another slug for the imported one.",
+                config.slug
+            )));
+        }
+        let inst = &archive.instrument;
+        let (instrument, inst_reused) = match instruments::load(conn, &inst.key)? {
+            Some((id, stored)) if stored == *inst => (id, Reused::Existing),
+            Some(_) => {
+                return Err(invalid(format!(
+                    "This installation has an instrument {:?} whose definition differs from the                      file's (items, scale or prompts), so the imported study would not ask the                      same questions. Rename the instrument's \"key\" in the file to import it                      as a separate instrument.",
+                    inst.key
+                )));
+            }
+            None => (instruments::upsert(conn, inst, false)?.0, Reused::Created),
+        };
+        let set = match &archive.situation_set {
+            None => None,
+            Some(a) => {
+                let name = set_name
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or(&a.name)
+                    .to_owned();
+                Some(import_set(conn, &name, &config.slug, &a.situations)?)
+            }
+        };
+        let sources = Sources {
+            instrument,
+            set: set.as_ref().map(|(id, _, _)| *id),
+            retention_until: archive.retention_until.and_then(|d| d.and_hms_opt(0, 0, 0)),
+        };
+        let seed = i64::from(rand::random::<u32>());
+        studies::create(conn, &config, StudyStatus::Draft, sources, seed)?;
+        let outcome = ImportedStudy {
+            slug: config.slug.clone(),
+            instrument: (inst.key.clone(), inst_reused),
+            set: set.map(|(_, name, reused)| (name, reused)),
+        };
+        audit::record(
+            conn,
+            actor,
+            "study.import",
+            Some(&config.slug),
+            Some(&serde_json::json!(outcome)),
+        )?;
+        Ok(outcome)
+    })
+}
+
+/// The set `name` for an imported study: the stored one when its situations are exactly the
+/// file's, a new one when there is none, else refused.
+fn import_set(
+    conn: &mut DbConnection,
+    name: &str,
+    slug: &str,
+    file: &[crate::domain::situation::Situation],
+) -> Result<(crate::store::SituationSetId, String, Reused)> {
+    situations::valid_set_name(name).map_err(invalid)?;
+    if let Some(id) = situations::find_set(conn, name)? {
+        let stored: Vec<_> = situations::list(conn, id)?
+            .into_iter()
+            .map(|s| s.situation)
+            .collect();
+        if stored == file {
+            return Ok((id, name.to_owned(), Reused::Existing));
+        }
+        return Err(invalid(format!(
+            "This installation has a situation set {name:?} with other situations or texts \
+             than the file's. Import the study's set under another name."
+        )));
+    }
+    situations::import(conn, name, &format!("study definition {slug}"), file)?;
+    let id = situations::find_set(conn, name)?.ok_or_else(|| {
+        crate::store::StoreError::Inconsistent(format!("set {name} vanished after its import"))
+    })?;
+    Ok((id, name.to_owned(), Reused::Created))
 }
 
 /// Deletes the study `id` named `slug` with its participants, answers and model runs.
@@ -102,27 +309,29 @@ pub fn delete(
     })
 }
 
-/// Deletes one participant's data, found by participant number or Prolific id (`which`).
-/// Returns how many were deleted (0: none matched, and nothing is recorded).
+/// Deletes one participant's data, found by the exports' participant id or the Prolific id
+/// (`which`). Returns who was deleted (`None`: nobody matched, and nothing is recorded).
 pub fn delete_participant(
     conn: &mut DbConnection,
     id: StudyId,
     slug: &str,
     which: &str,
     actor: &audit::Actor,
-) -> Result<usize> {
+) -> Result<Option<ParticipantBrief>> {
     conn.write_transaction(|conn| {
-        let n = participants::delete(conn, id, which)?;
-        if n > 0 {
-            audit::record(
-                conn,
-                actor,
-                "participant.delete",
-                Some(&format!("{slug}/{which}")),
-                None,
-            )?;
-        }
-        Ok(n)
+        let Some(who) = participants::find_by_export_or_pid(conn, id, which)? else {
+            return Ok(None);
+        };
+        participants::delete(conn, id, who.id)?;
+        // The export id, never the Prolific id: the audit log outlives the data.
+        audit::record(
+            conn,
+            actor,
+            "participant.delete",
+            Some(&format!("{slug}/{}", who.export_id)),
+            None,
+        )?;
+        Ok(Some(who))
     })
 }
 

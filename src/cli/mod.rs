@@ -13,6 +13,7 @@ pub mod prompt;
 pub mod report;
 pub mod runs;
 pub mod serve;
+pub mod study;
 
 use std::path::Path;
 

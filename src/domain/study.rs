@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Lifecycle of a study.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum StudyStatus {
     Draft,
@@ -150,9 +150,188 @@ impl StudyConfig {
     }
 }
 
+/// The placeholders of [`CONSENT_TEMPLATE`] and [`DEBRIEF_TEMPLATE`]: a study does not open
+/// while its consent or debrief text still holds one of them.
+pub const PLACEHOLDERS: [&str; 5] = [
+    "[RESEARCHER]",
+    "[CONTACT]",
+    "[ETHICS APPROVAL]",
+    "[DATA USE]",
+    "[WITHDRAWAL]",
+];
+
+/// What the new-study form starts with: the parts an ethics board expects, each one a
+/// placeholder the researcher must replace before the study can open.
+pub const CONSENT_TEMPLATE: &str = "This study is run by [RESEARCHER]. Questions about it go to \
+[CONTACT].\n\nIt was approved by [ETHICS APPROVAL].\n\nYou will read a short everyday situation \
+and rate how you feel before and after imagining it. This takes about 10 minutes. Some \
+situations may be unpleasant to imagine.\n\nHow your answers are used and kept: [DATA USE]. We \
+do not ask for your name.\n\nTaking part is voluntary. [WITHDRAWAL]\n\nYou must be 18 or older \
+to take part.";
+
+/// The debrief the new-study form starts with.
+pub const DEBRIEF_TEMPLATE: &str = "Thank you for taking part. The study compares how people \
+and language models say they feel in the same situations.\n\nIf a situation upset you, or you \
+have questions, write to [CONTACT].";
+
+/// One condition for opening a study, and whether it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckItem {
+    pub label: &'static str,
+    pub ok: bool,
+    /// What to do about it when it does not hold.
+    pub fix: String,
+}
+
+/// Whether the study uses Prolific's parameter names: then participants are paid by the
+/// completion code, so a study without one would leave them unpaid.
+pub fn uses_prolific(c: &StudyConfig) -> bool {
+    c.pid_param == "PROLIFIC_PID"
+}
+
+/// The launch checklist: what must hold before a study opens. Saving a draft that fails it is
+/// fine; opening is refused with the items that fail (`today` is the date, UTC, of the check).
+pub fn launch_checklist(
+    c: &StudyConfig,
+    retention: Option<chrono::NaiveDate>,
+    today: chrono::NaiveDate,
+) -> Vec<CheckItem> {
+    let left = |text: &str| -> Vec<&'static str> {
+        PLACEHOLDERS
+            .iter()
+            .copied()
+            .filter(|p| text.contains(p))
+            .collect()
+    };
+    let text_item = |label: &'static str, text: &str| {
+        let left = left(text);
+        let fix = if text.trim().is_empty() {
+            "Write it.".to_owned()
+        } else if !left.is_empty() {
+            format!("Replace {}.", left.join(", "))
+        } else {
+            String::new()
+        };
+        CheckItem {
+            label,
+            ok: fix.is_empty(),
+            fix,
+        }
+    };
+    let code_needed = uses_prolific(c) && c.code_completed.is_none();
+    let retention_fix = match retention {
+        None => "Set the date after which participant data is deleted.".to_owned(),
+        Some(d) if d <= today => format!("{d} is not in the future."),
+        Some(_) => String::new(),
+    };
+    vec![
+        text_item(
+            "Consent text written, placeholders replaced",
+            &c.consent_text,
+        ),
+        text_item(
+            "Debrief text written, placeholders replaced",
+            &c.debrief_text,
+        ),
+        CheckItem {
+            label: "Completion code for COMPLETED (Prolific parameters are used)",
+            ok: !code_needed,
+            fix: if code_needed {
+                "Enter the code Prolific gave you for completed submissions.".into()
+            } else {
+                String::new()
+            },
+        },
+        CheckItem {
+            label: "Retention date in the future",
+            ok: retention_fix.is_empty(),
+            fix: retention_fix,
+        },
+    ]
+}
+
+/// The failing items of a checklist as one sentence per item, for refusals.
+pub fn checklist_problems(items: &[CheckItem]) -> Vec<String> {
+    items
+        .iter()
+        .filter(|i| !i.ok)
+        .map(|i| format!("{}: {}", i.label, i.fix))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ready(c: &mut StudyConfig) {
+        c.consent_text = "Run by Dr A, a@example.org; approved by IRB 12.".into();
+        c.debrief_text = "Thanks.".into();
+        c.code_completed = Some("C0DE".into());
+    }
+
+    fn day(s: &str) -> chrono::NaiveDate {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_complete_study_passes_the_checklist() {
+        let mut c = StudyConfig::new("s", "t");
+        ready(&mut c);
+        let items = launch_checklist(&c, Some(day("2027-01-01")), day("2026-12-01"));
+        assert!(items.iter().all(|i| i.ok), "{items:?}");
+        assert!(checklist_problems(&items).is_empty());
+    }
+
+    #[test]
+    fn the_checklist_names_each_missing_item() {
+        let c = StudyConfig::new("s", "t");
+        let problems = checklist_problems(&launch_checklist(&c, None, day("2026-12-01")));
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems[0].starts_with("Consent") && problems[0].contains("Write it"));
+        assert!(problems[2].contains("COMPLETED"));
+        assert!(problems[3].contains("Retention"));
+    }
+
+    #[test]
+    fn template_placeholders_must_be_replaced() {
+        let mut c = StudyConfig::new("s", "t");
+        ready(&mut c);
+        c.consent_text = CONSENT_TEMPLATE.into();
+        c.debrief_text = DEBRIEF_TEMPLATE.into();
+        let items = launch_checklist(&c, Some(day("2027-01-01")), day("2026-12-01"));
+        for p in PLACEHOLDERS {
+            assert!(items[0].fix.contains(p), "{p} in {:?}", items[0].fix);
+        }
+        assert!(!items[1].ok && items[1].fix.contains("[CONTACT]"));
+        c.consent_text = c.consent_text.replace("[CONTACT]", "x@example.org");
+        let items = launch_checklist(&c, Some(day("2027-01-01")), day("2026-12-01"));
+        assert!(!items[0].fix.contains("[CONTACT]"));
+    }
+
+    #[test]
+    fn the_retention_date_must_be_after_today() {
+        let mut c = StudyConfig::new("s", "t");
+        ready(&mut c);
+        for (d, ok) in [
+            ("2026-11-30", false),
+            ("2026-12-01", false),
+            ("2026-12-02", true),
+        ] {
+            let items = launch_checklist(&c, Some(day(d)), day("2026-12-01"));
+            assert_eq!(items[3].ok, ok, "{d}");
+        }
+    }
+
+    #[test]
+    fn codes_are_needed_only_with_prolific_parameters() {
+        let mut c = StudyConfig::new("s", "t");
+        ready(&mut c);
+        c.code_completed = None;
+        let today = day("2026-12-01");
+        assert!(!launch_checklist(&c, Some(day("2027-01-01")), today)[2].ok);
+        c.pid_param = "uid".into();
+        assert!(launch_checklist(&c, Some(day("2027-01-01")), today)[2].ok);
+    }
 
     #[test]
     fn defaults_follow_the_paper_and_prolific() {

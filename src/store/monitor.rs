@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use super::columns::corrupt_row;
 use super::schema::{emotions, factors, participants, situations};
 use super::studies::Study;
-use super::{DbConnection, ParticipantId, now};
+use super::{DbConnection, now};
 use crate::domain::survey::ParticipantStatus;
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -43,7 +43,8 @@ pub struct FactorProgress {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Completion {
-    pub id: ParticipantId,
+    /// The participant id of the exports (what the deletion form takes).
+    pub export_id: String,
     pub prolific_pid: Option<String>,
     pub situation: Option<String>,
     pub completed_at: NaiveDateTime,
@@ -232,7 +233,7 @@ fn latest_completions(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec
         .order(participants::completed_at.desc())
         .limit(10)
         .select((
-            participants::id,
+            participants::export_id,
             participants::prolific_pid,
             situations::key.nullable(),
             participants::created_at,
@@ -242,7 +243,7 @@ fn latest_completions(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec
             participants::flag_failed_check,
         ))
         .load::<(
-            ParticipantId,
+            String,
             Option<String>,
             Option<String>,
             NaiveDateTime,
@@ -252,26 +253,28 @@ fn latest_completions(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec
             bool,
         )>(conn)?
         .into_iter()
-        .filter_map(|(id, prolific_pid, situation, created, done, s, f, c)| {
-            let done = done?;
-            let mut flags = Vec::new();
-            if s {
-                flags.push("straight-lining");
-            }
-            if f {
-                flags.push("fast");
-            }
-            if c {
-                flags.push("failed check");
-            }
-            Some(Completion {
-                id,
-                prolific_pid,
-                situation,
-                completed_at: done,
-                seconds: (done - created).num_seconds(),
-                flags,
-            })
-        })
+        .filter_map(
+            |(export_id, prolific_pid, situation, created, done, s, f, c)| {
+                let done = done?;
+                let mut flags = Vec::new();
+                if s {
+                    flags.push("straight-lining");
+                }
+                if f {
+                    flags.push("fast");
+                }
+                if c {
+                    flags.push("failed check");
+                }
+                Some(Completion {
+                    export_id,
+                    prolific_pid,
+                    situation,
+                    completed_at: done,
+                    seconds: (done - created).num_seconds(),
+                    flags,
+                })
+            },
+        )
         .collect())
 }

@@ -709,16 +709,74 @@ pub fn situation_of(
     }
 }
 
-/// Deletes one participant (by participant number or Prolific id) and, by cascade,
-/// everything they submitted.
-pub fn delete(conn: &mut DbConnection, study_id: StudyId, which: &str) -> QueryResult<usize> {
-    let by_study = participants::table.filter(participants::study_id.eq(study_id));
-    match which.parse::<i64>() {
-        Ok(id) => {
-            diesel::delete(by_study.filter(participants::id.eq(ParticipantId(id)))).execute(conn)
-        }
-        Err(_) => {
-            diesel::delete(by_study.filter(participants::prolific_pid.eq(which))).execute(conn)
-        }
-    }
+/// Who a deletion would remove, as its confirmation page shows them.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ParticipantBrief {
+    pub id: ParticipantId,
+    /// The participant id of the exports.
+    pub export_id: String,
+    pub prolific_pid: Option<String>,
+    pub status: ParticipantStatus,
+    /// The key of the situation assigned, if any.
+    pub situation: Option<String>,
+    pub created_at: NaiveDateTime,
+}
+
+/// The participant of a study whose export id or Prolific id is `which` (an export id first:
+/// it is what the exports show; both are unique within a study).
+pub fn find_by_export_or_pid(
+    conn: &mut DbConnection,
+    study_id: StudyId,
+    which: &str,
+) -> QueryResult<Option<ParticipantBrief>> {
+    let found = participants::table
+        .left_join(situations::table)
+        .filter(participants::study_id.eq(study_id))
+        .filter(
+            participants::export_id
+                .eq(which)
+                .or(participants::prolific_pid.eq(which)),
+        )
+        .order(participants::export_id.eq(which).desc())
+        .select((
+            participants::id,
+            participants::export_id,
+            participants::prolific_pid,
+            participants::status,
+            situations::key.nullable(),
+            participants::created_at,
+        ))
+        .load::<(
+            ParticipantId,
+            String,
+            Option<String>,
+            ParticipantStatus,
+            Option<String>,
+            NaiveDateTime,
+        )>(conn)
+        .map_err(corrupt_row("participants", format!("study {study_id}")))?;
+    Ok(found.into_iter().next().map(
+        |(id, export_id, prolific_pid, status, situation, created_at)| ParticipantBrief {
+            id,
+            export_id,
+            prolific_pid,
+            status,
+            situation,
+            created_at,
+        },
+    ))
+}
+
+/// Deletes one participant of a study and, by cascade, everything they submitted.
+pub fn delete(
+    conn: &mut DbConnection,
+    study_id: StudyId,
+    participant: ParticipantId,
+) -> QueryResult<usize> {
+    diesel::delete(
+        participants::table
+            .filter(participants::study_id.eq(study_id))
+            .filter(participants::id.eq(participant)),
+    )
+    .execute(conn)
 }

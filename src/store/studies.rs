@@ -258,6 +258,40 @@ impl Study {
         self.demographics.0.clone()
     }
 
+    /// The study's settings as a configuration (the form, duplicates and archives use it).
+    pub fn config(&self) -> StudyConfig {
+        let mut c = StudyConfig::new(&self.slug, &self.title);
+        c.consent_text = self.consent_text.clone();
+        c.debrief_text = self.debrief_text.clone();
+        c.target_per_situation = self.target_per_situation;
+        c.shuffle_items = self.shuffles_items();
+        c.attention_check_ends = self.check_failure_ends();
+        c.demographics = self.demographic_fields();
+        c.pid_param = self.pid_param.clone();
+        c.study_id_param = self.study_id_param.clone();
+        c.session_id_param = self.session_id_param.clone();
+        c.code_completed = self.code_completed.clone();
+        c.code_no_consent = self.code_no_consent.clone();
+        c.code_failed_check = self.code_failed_check.clone();
+        c.code_screened_out = self.code_screened_out.clone();
+        c.min_situation_seconds = self.min_situation_seconds;
+        c.reservation_minutes = self.reservation_minutes;
+        c
+    }
+
+    /// The day after which participant data is deleted (stored as that day's midnight).
+    pub fn retention_date(&self) -> Option<chrono::NaiveDate> {
+        self.retention_until.map(|t| t.date())
+    }
+
+    /// The launch checklist of the study as stored, checked on `today`.
+    pub fn launch_checklist(
+        &self,
+        today: chrono::NaiveDate,
+    ) -> Vec<crate::domain::study::CheckItem> {
+        crate::domain::study::launch_checklist(&self.config(), self.retention_date(), today)
+    }
+
     /// The completion code configured for an outcome, if any.
     pub fn code_for(&self, outcome: crate::domain::survey::Outcome) -> Option<&str> {
         use crate::domain::survey::Outcome;

@@ -70,6 +70,48 @@ pub fn client_addr(req: &actix_web::HttpRequest, trusted: &[IpRange]) -> String 
     }
 }
 
+/// The scheme and host people reach this server at, for absolute links shown to them: the
+/// configured public URL when there is one; else the request's own `Host` (what the browser
+/// asked for) and the connection's scheme, or, when the peer is a trusted proxy, the
+/// `X-Forwarded-Proto` / `X-Forwarded-Host` it set (the last value: the one it appended).
+/// An untrusted peer's forwarded headers are ignored, as in [`client_addr`].
+pub fn public_base(
+    req: &actix_web::HttpRequest,
+    trusted: &[IpRange],
+    configured: Option<&str>,
+) -> String {
+    if let Some(url) = configured {
+        return url.trim_end_matches('/').to_owned();
+    }
+    let header = |name: &str| {
+        req.headers()
+            .get_all(name)
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .last()
+            .map(str::to_owned)
+    };
+    let proxied = req
+        .peer_addr()
+        .is_some_and(|p| trusted.iter().any(|r| r.contains(p.ip())));
+    let forwarded = |name: &str| if proxied { header(name) } else { None };
+    let scheme = forwarded("x-forwarded-proto")
+        .filter(|s| s == "https" || s == "http")
+        .unwrap_or_else(|| {
+            if req.app_config().secure() {
+                "https".to_owned()
+            } else {
+                "http".to_owned()
+            }
+        });
+    let host = forwarded("x-forwarded-host")
+        .or_else(|| header("host"))
+        .unwrap_or_else(|| req.app_config().host().to_owned());
+    format!("{scheme}://{host}")
+}
+
 fn client_of(peer: IpAddr, trusted: &[IpRange], headers: &HeaderMap) -> IpAddr {
     let is_trusted = |ip: IpAddr| trusted.iter().any(|r| r.contains(ip));
     if !is_trusted(peer) {

@@ -78,6 +78,8 @@ route_table! {
         get  ""                                   => admin::studies::list, Researcher;
         get  "/studies/new"                       => admin::studies::new_form, Admin;
         post "/studies"                           => admin::studies::create, Admin;
+        get  "/studies/import"                    => admin::study_reuse::import_form, Admin;
+        post "/studies/import"                    => admin::study_reuse::import, Admin;
         get  "/studies/{study}"                   => admin::studies::monitor, Researcher;
         get  "/studies/{study}/report"            => admin::report::show, Researcher;
         get  "/studies/{study}/edit"              => admin::studies::edit_form, Admin;
@@ -85,7 +87,11 @@ route_table! {
         post "/studies/{study}/status"            => admin::studies::set_status, Admin;
         get  "/studies/{study}/delete"            => admin::studies::delete_form, Admin;
         post "/studies/{study}/delete"            => admin::studies::delete, Admin;
+        get  "/studies/{study}/participants/delete" => admin::studies::confirm_delete_participant, Admin;
         post "/studies/{study}/participants/delete" => admin::studies::delete_participant, Admin;
+        get  "/studies/{study}/duplicate"         => admin::study_reuse::duplicate_form, Admin;
+        post "/studies/{study}/duplicate"         => admin::study_reuse::duplicate, Admin;
+        get  "/studies/{study}/definition.json"   => admin::study_reuse::definition, Researcher;
         get  "/studies/{study}/export/{file}"     => admin::exports::download, ResearcherDownload;
         get  "/providers"                         => admin::runs::providers, Admin;
         get  "/runs"                              => admin::runs::list, Admin;

@@ -333,7 +333,7 @@ fn assignment_stays_balanced_with_dropouts(db: TestDb) {
         .unwrap();
     assert_counts_follow(&mut conn, study.id, "after one moved to another situation");
     for id in completed_ids(&mut conn, 10) {
-        participants::delete(&mut conn, study.id, &id.to_string()).unwrap();
+        participants::delete(&mut conn, study.id, store::ParticipantId(id)).unwrap();
     }
     assert_counts_follow(&mut conn, study.id, "after deletions");
     // Inserted as completed, as `import humans` does.

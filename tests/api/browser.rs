@@ -41,6 +41,8 @@ fn on_path(program: &str) -> Option<PathBuf> {
 
 /// chromedriver on a free port with one Chromium session; both end on drop.
 struct Chrome {
+    /// The viewport (CSS px) the session emulates.
+    viewport: (u32, u32),
     driver: Child,
     base: String,
     session: String,
@@ -51,6 +53,11 @@ struct Chrome {
 impl Chrome {
     /// Starts chromedriver and a session, or None (skipped) when Chromium is missing outside CI.
     fn start() -> Option<Chrome> {
+        Self::start_at(VIEWPORT)
+    }
+
+    /// [`Chrome::start`] with another viewport (the admin pages: a phone and a desktop).
+    fn start_at(viewport: (u32, u32)) -> Option<Chrome> {
         let (Some(chromium), Some(chromedriver)) = (
             on_path("chromium").or_else(|| on_path("chromium-browser")),
             on_path("chromedriver"),
@@ -112,7 +119,7 @@ impl Chrome {
                 "--disable-sync".to_owned(),
                 "--disable-dev-shm-usage".to_owned(),
                 format!("--user-data-dir={}", profile.path().display()),
-                format!("--window-size={},{}", VIEWPORT.0, VIEWPORT.1),
+                format!("--window-size={},{}", viewport.0, viewport.1),
                 // Nothing but the test server resolves: the Prolific redirect fails at once
                 // and deterministically, and the browser never reaches the network.
                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1".to_owned(),
@@ -126,11 +133,12 @@ impl Chrome {
                     // Headless Chromium clamps a window to at least 500 px wide and takes its
                     // own bars off the height; device metrics give the exact phone viewport.
                     "mobileEmulation": {"deviceMetrics": {
-                        "width": VIEWPORT.0, "height": VIEWPORT.1, "pixelRatio": 1.0
+                        "width": viewport.0, "height": viewport.1, "pixelRatio": 1.0
                     }},
                 },
             }}});
             let mut chrome = Chrome {
+                viewport,
                 driver,
                 base,
                 session: String::new(),
@@ -420,9 +428,27 @@ impl Audit<'_> {
     }
 
     fn check(&mut self, name: &str) {
+        self.check_with(name, LAYOUT);
+    }
+
+    /// [`Audit::check`] with another layout script (`layout` returns a list of problems).
+    fn check_with(&mut self, name: &str, layout: &str) {
         let c = self.chrome;
+        let (w, h) = c.viewport;
         let dims = c.exec("return [window.innerWidth, window.innerHeight]", json!([]));
-        assert_eq!(dims, json!([VIEWPORT.0, VIEWPORT.1]), "viewport on {name}");
+        // A page wider than the phone widens the layout viewport: name what sticks out.
+        let wide = c.exec(
+            "var out = [], w = arguments[0]; document.querySelectorAll('body *').forEach(function (el) {
+               var r = el.getBoundingClientRect();
+               if (r.right > w + 0.5) { out.push(el.tagName + '.' + el.className + ' ' + Math.round(r.right)); }
+             }); return out.slice(0, 12);",
+            json!([w]),
+        );
+        assert_eq!(
+            dims,
+            json!([w, h]),
+            "viewport on {name}; wider than it: {wide}"
+        );
         let violations = self.axe(name);
         for v in &violations {
             let nodes: Vec<String> = v["nodes"]
@@ -444,15 +470,15 @@ impl Audit<'_> {
                 self.minor.push(line);
             }
         }
-        for p in c.exec(LAYOUT, json!([])).as_array().unwrap() {
+        for p in c.exec(layout, json!([])).as_array().unwrap() {
             self.failures
                 .push(format!("{name}: layout: {}", p.as_str().unwrap()));
         }
         let file = target_dir().join(format!(
             "screenshots/{}-{}x{}-{}.png",
             name.replace(' ', "-"),
-            VIEWPORT.0,
-            VIEWPORT.1,
+            w,
+            h,
             self.backend
         ));
         c.screenshot(&file);
@@ -1038,3 +1064,124 @@ fn a_real_browser_invites_and_the_invitee_sets_a_password(db: TestDb) {
 }
 
 on_both_backends!(a_real_browser_invites_and_the_invitee_sets_a_password);
+
+// --- Study pages (#13 points 3, 5, 7).
+
+/// Admin pages on a phone and a desktop: no page-wide horizontal scroll (the survey's
+/// thumb-sized targets are a survey rule; axe's target-size checks the rest).
+const ADMIN_LAYOUT: &str = "var problems = [];
+var doc = document.documentElement;
+if (doc.scrollWidth > window.innerWidth) {
+  problems.push('horizontal scroll: ' + doc.scrollWidth + ' > ' + window.innerWidth);
+}
+return problems;";
+
+/// The export id of the participant with this Prolific id.
+fn export_id_of(app: &crate::helpers::TestApp, pid: &str) -> String {
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    schema::participants::table
+        .filter(schema::participants::prolific_pid.eq(pid))
+        .select(schema::participants::export_id)
+        .get_result(&mut conn)
+        .unwrap()
+}
+
+/// An admin, in a real Chromium at 360 and at 1280 px, signs in and goes through the study
+/// pages: the list, the new-study form with its checklist, a draft's monitor, the refusal to
+/// open it, the edit form, an open study's monitor with its links, the duplicate and import
+/// forms, and a participant's deletion (confirmation, result, no such participant). axe-core:
+/// 0 serious or critical violations on each.
+fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let backend = match db.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let app = spawn_app(db);
+    make_study(&app, "walk", |_| {});
+    crate::admin::add_user(
+        &app,
+        "walker@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    let base = app.base.clone();
+    let mut failures = Vec::new();
+    let mut pages = 0;
+    for viewport in [(360, 740), (1280, 800)] {
+        let Some(chrome) = Chrome::start_at(viewport) else {
+            return;
+        };
+        let c = &chrome;
+        let w = viewport.0;
+        let pid = format!("{PID}{w}");
+        crate::survey::walk_to(
+            &app.browser(),
+            &format!("/s/walk?PROLIFIC_PID={pid}"),
+            "situation",
+        );
+        let mut audit = Audit {
+            chrome: c,
+            axe: axe.clone(),
+            backend,
+            pages: Vec::new(),
+            failures: Vec::new(),
+            minor: Vec::new(),
+        };
+        let check = |audit: &mut Audit<'_>, name: &str| {
+            audit.check_with(&format!("admin {name}"), ADMIN_LAYOUT);
+        };
+        c.goto(&format!("{base}/admin/login"));
+        c.exec(
+            "document.getElementById('email').value = arguments[0];
+             document.getElementById('password').value = arguments[1];",
+            json!(["walker@example.org", crate::admin::PASSWORD]),
+        );
+        c.click(&c.css("button[type='submit']"));
+        c.wait_for(&base, "/admin");
+        check(&mut audit, "studies");
+        c.goto(&format!("{base}/admin/studies/new"));
+        check(&mut audit, "new study form");
+        c.exec(
+            "document.getElementById('title').value = 'Draft ' + arguments[0];
+             document.getElementById('slug').value = 'draft-' + arguments[0];",
+            json!([w]),
+        );
+        c.click(&c.xpath("//button[contains(., 'Save')]"));
+        let draft = format!("/admin/studies/draft-{w}");
+        c.wait_for(&base, &draft);
+        check(&mut audit, "draft monitor");
+        c.click(&c.xpath("//button[@value='open']"));
+        c.wait_for(&base, &format!("{draft}/status"));
+        assert!(c.source().contains("cannot open yet"));
+        check(&mut audit, "refused to open");
+        c.goto(&format!("{base}{draft}/edit"));
+        check(&mut audit, "edit form");
+        c.goto(&format!("{base}/admin/studies/walk"));
+        check(&mut audit, "open monitor");
+        c.goto(&format!("{base}/admin/studies/walk/duplicate"));
+        check(&mut audit, "duplicate form");
+        c.goto(&format!("{base}/admin/studies/import"));
+        check(&mut audit, "import form");
+        let who = export_id_of(&app, &pid);
+        c.goto(&format!(
+            "{base}/admin/studies/walk/participants/delete?participant={who}"
+        ));
+        check(&mut audit, "delete participant confirmation");
+        c.click(&c.xpath("//button[contains(., 'Delete this participant')]"));
+        c.wait_for(&base, "/admin/studies/walk/participants/delete");
+        assert!(c.source().contains("Participant deleted"));
+        check(&mut audit, "participant deleted");
+        c.goto(&format!(
+            "{base}/admin/studies/walk/participants/delete?participant={who}"
+        ));
+        assert!(c.source().contains("No such participant"));
+        check(&mut audit, "no such participant");
+        pages += audit.pages.len();
+        failures.extend(audit.failures);
+    }
+    assert_eq!(pages, 22);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+on_both_backends!(the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop);

@@ -26,6 +26,7 @@ mod scaleout;
 mod security_accounts;
 mod security_data;
 mod security_participants;
+mod study_setup;
 mod survey;
 mod survey_frictions;
 mod uploads;
