@@ -29,13 +29,13 @@ pub const UPLOAD_LIMIT: usize = 8 * 1024 * 1024;
 const FIELD_LIMIT: usize = 1024;
 
 /// What an upload form sends: its text fields and the file.
-struct Received {
-    fields: Vec<(String, String)>,
-    file: Option<(String, Vec<u8>)>,
+pub(super) struct Received {
+    pub(super) fields: Vec<(String, String)>,
+    pub(super) file: Option<(String, Vec<u8>)>,
 }
 
 /// Why an upload body was not taken.
-enum Refused {
+pub(super) enum Refused {
     TooLarge,
     Unreadable(String),
 }
@@ -49,7 +49,7 @@ async fn next<S: Stream>(stream: std::pin::Pin<&mut S>) -> Option<S::Item> {
 /// Reads a multipart upload into memory, stopping as soon as it passes [`UPLOAD_LIMIT`] (the
 /// rest is never read). A plain URL-encoded form is read too: it carries the token but no
 /// file, so a form without its file is answered on the page, not as a broken request.
-async fn receive(req: &HttpRequest, payload: web::Payload) -> Result<Received, Refused> {
+pub(super) async fn receive(req: &HttpRequest, payload: web::Payload) -> Result<Received, Refused> {
     let is_multipart = req
         .headers()
         .get(CONTENT_TYPE)

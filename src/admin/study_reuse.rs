@@ -169,88 +169,32 @@ async fn import_text(
     }
 }
 
-/// The largest definition file accepted: the upstream 175 situations make about 0.1 MiB.
-pub const DEFINITION_LIMIT: usize = 4 * 1024 * 1024;
-
-/// Polls a stream for its next item.
-async fn next<S: futures_core::Stream>(mut stream: std::pin::Pin<&mut S>) -> Option<S::Item> {
-    std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
-}
-
-/// The import form as sent: its text fields, and the file's text (or why it cannot be read).
-struct Upload {
-    fields: Vec<(String, String)>,
-    file: Result<String, String>,
-}
-
-/// Reads the multipart form, stopping past [`DEFINITION_LIMIT`] (the rest is never read). A
-/// plain URL-encoded form carries the token but no file: it is answered on the page.
-async fn receive(req: &actix_web::HttpRequest, payload: web::Payload) -> Result<Upload, AppError> {
-    use actix_web::FromRequest;
-    let multipart = req
-        .headers()
-        .get(actix_web::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("multipart/form-data"));
-    let no_file = || Err("Choose the definition file to upload.".to_owned());
-    if !multipart {
-        let mut payload = payload.into_inner();
-        let form = web::Form::<Vec<(String, String)>>::from_request(req, &mut payload)
-            .await
-            .map_err(|e| AppError::BadRequest(format!("The form could not be read: {e}.")))?;
-        return Ok(Upload {
-            fields: form.into_inner(),
-            file: no_file(),
-        });
-    }
-    let unreadable = |e: actix_multipart::MultipartError| {
-        AppError::BadRequest(format!("The upload could not be read: {e}."))
-    };
-    let mut parts = std::pin::pin!(actix_multipart::Multipart::new(req.headers(), payload));
-    let mut upload = Upload {
-        fields: Vec::new(),
-        file: no_file(),
-    };
-    let mut total = 0usize;
-    while let Some(part) = next(parts.as_mut()).await {
-        let part = part.map_err(unreadable)?;
-        let name = part.name().unwrap_or_default().to_owned();
-        let mut part = std::pin::pin!(part);
-        let mut bytes = Vec::new();
-        while let Some(chunk) = next(part.as_mut()).await {
-            let chunk = chunk.map_err(unreadable)?;
-            total += chunk.len();
-            if total > DEFINITION_LIMIT {
-                return Err(AppError::PayloadTooLarge);
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        if name == "file" {
-            upload.file = match String::from_utf8(bytes) {
-                Ok(t) if t.is_empty() => no_file(),
-                Ok(t) => Ok(t),
-                Err(_) => Err("The file is not UTF-8 text.".to_owned()),
-            };
-        } else if bytes.len() <= 1024 {
-            // Only the CSRF token, the slug and the set name: short, or not ours.
-            if let Ok(value) = String::from_utf8(bytes) {
-                upload.fields.push((name, value));
-            }
-        }
-    }
-    Ok(upload)
-}
-
-/// Imports an uploaded definition file (multipart: `file`, `slug`, `set`).
+/// Imports an uploaded definition file (multipart: `file`, `slug`, `set`), read by the data
+/// pages' reader with its limit ([`super::data::UPLOAD_LIMIT`]).
 pub async fn import(
     state: web::Data<AppState>,
     req: actix_web::HttpRequest,
     admin: Admin,
     payload: web::Payload,
 ) -> Result<HttpResponse, AppError> {
-    let upload = receive(&req, payload).await?;
+    use super::data::{Refused, receive};
+    let upload = match receive(&req, payload).await {
+        Ok(upload) => upload,
+        Err(Refused::TooLarge) => return Err(AppError::PayloadTooLarge),
+        Err(Refused::Unreadable(why)) => {
+            return Err(AppError::BadRequest(format!(
+                "The upload could not be read: {why}."
+            )));
+        }
+    };
     csrf::check_session(&admin.session().csrf_token, &upload.fields)?;
     let text = |n: &str| field(&upload.fields, n).unwrap_or("").trim().to_owned();
     let (slug, set) = (text("slug"), text("set"));
-    import_text(&state, &admin, upload.file, slug, set).await
+    let file = match upload.file {
+        None => Err("Choose the definition file to upload.".to_owned()),
+        Some((_, bytes)) => {
+            String::from_utf8(bytes).map_err(|_| "The file is not UTF-8 text.".to_owned())
+        }
+    };
+    import_text(&state, &admin, file, slug, set).await
 }
