@@ -15,7 +15,7 @@ for r in $(seq 1 "$pairs"); do
     # Each build makes its own database: a newer schema is not an older build's to write.
     DATABASE_URL="$url" "$bin" bench prepare-study --slug bench >/dev/null
     port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-    DATABASE_URL="$url" EMOTIONBENCH_LOG=warn "$bin" serve --bind "127.0.0.1:$port" & pid=$!
+    DATABASE_URL="$url" EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS=0 EMOTIONBENCH_LOG=warn "$bin" serve --bind "127.0.0.1:$port" & pid=$!
     for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
     load="$(cut -d' ' -f1 /proc/loadavg)"
     out="$("$A" bench survey --url "http://127.0.0.1:$port" --study bench --concurrency "$c" \

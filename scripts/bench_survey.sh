@@ -35,7 +35,7 @@ one_run() {
   DATABASE_URL="$url" "$bin" bench prepare-study --slug bench >/dev/null
   local port
   port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-  DATABASE_URL="$url" EMOTIONBENCH_LOG=warn "$bin" serve --bind "127.0.0.1:$port" &
+  DATABASE_URL="$url" EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS=0 EMOTIONBENCH_LOG=warn "$bin" serve --bind "127.0.0.1:$port" &
   local pid=$!
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
   local load

@@ -35,6 +35,10 @@ pub struct Settings {
     /// or CIDR ranges). Empty: the TCP peer is the client and those headers are ignored, since
     /// anyone can send them. Sign-in throttling and the audit log use the client's address.
     pub trusted_proxies: Vec<IpRange>,
+    /// How many new participants one client address may start per
+    /// [`Settings::new_participants_window_seconds`] (0: no limit). Per server process.
+    pub new_participants_per_address: u32,
+    pub new_participants_window_seconds: u64,
     /// LLM providers (`[[providers]]` tables in the config file). API keys are not here: each
     /// provider names the environment variable that holds its key.
     pub providers: Vec<ProviderConfig>,
@@ -250,6 +254,10 @@ impl Default for Settings {
             request_timeout_seconds: 10,
             worker_slots: None,
             trusted_proxies: Vec::new(),
+            // A lab or a household behind one address still fits; a script filling a study's
+            // places in a second does not (issue #14, point 6).
+            new_participants_per_address: 30,
+            new_participants_window_seconds: 600,
             providers: Vec::new(),
         }
     }
@@ -271,6 +279,8 @@ struct FileSettings {
     request_timeout_seconds: Option<u64>,
     worker_slots: Option<usize>,
     trusted_proxies: Option<Vec<String>>,
+    new_participants_per_address: Option<u32>,
+    new_participants_window_seconds: Option<u64>,
     providers: Option<Vec<ProviderConfig>>,
 }
 
@@ -359,6 +369,12 @@ impl Settings {
                 .collect::<Result<_, String>>()
                 .map_err(|e| format!("trusted_proxies: {e}"))?;
         }
+        if let Some(v) = f.new_participants_per_address {
+            self.new_participants_per_address = v;
+        }
+        if let Some(v) = f.new_participants_window_seconds {
+            self.new_participants_window_seconds = v;
+        }
         if let Some(providers) = f.providers {
             let mut names = std::collections::HashSet::new();
             for p in &providers {
@@ -403,6 +419,10 @@ impl Settings {
                 value: v.clone(),
                 message,
             })?;
+        }
+        if let Some(v) = env("EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS") {
+            self.new_participants_per_address =
+                parse_env("EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS", v)?;
         }
         if let Some(v) = env("EMOTIONBENCH_MAX_BODY_BYTES") {
             self.max_body_bytes = parse_env("EMOTIONBENCH_MAX_BODY_BYTES", v)?;

@@ -6,10 +6,10 @@
 use crate::domain::instrument::Instrument;
 use crate::domain::measure::Measure;
 use crate::domain::survey::{
-    ATTENTION_CHECK, CONSENT_FIELD, FormErrors, Outcome, Page, SessionKey, grade_check,
-    parse_demographics, parse_questionnaire,
+    ATTENTION_CHECK, CONSENT_FIELD, FormErrors, Outcome, Page, PageEvent, ParticipantStatus,
+    SessionKey, grade_check, parse_demographics, parse_questionnaire,
 };
-use crate::store::participants::{self, Effect, Participant, Submitted};
+use crate::store::participants::{self, Arrival, Effect, Participant, Submitted};
 use crate::store::studies::Study;
 use crate::store::{DbConnection, StoreError};
 
@@ -51,21 +51,13 @@ fn decide(
     };
     let only_ignored = || fields.iter().all(|(k, _)| ignored.contains(&k.as_str()));
     match current {
-        Page::Consent => {
-            let answer: Vec<&str> = fields
-                .iter()
-                .filter(|(k, _)| k == CONSENT_FIELD)
-                .map(|(_, v)| v.as_str())
-                .collect();
-            let unexpected = fields
-                .iter()
-                .any(|(k, _)| k != CONSENT_FIELD && !ignored.contains(&k.as_str()));
-            match (answer.as_slice(), unexpected) {
-                (["yes"], false) => Decision::Submit(Page::Demographics, Effect::Consent),
-                (["no"], false) => Decision::Submit(Page::Ended, Effect::End(Outcome::NoConsent)),
-                _ => Decision::BadRequest("Please choose whether you agree to take part.".into()),
+        Page::Consent => match parse_consent(fields, ignored) {
+            Ok(consent) => {
+                let (to, effect) = consent_move(consent);
+                Decision::Submit(to, effect)
             }
-        }
+            Err(m) => Decision::BadRequest(m),
+        },
         Page::Demographics => {
             match parse_demographics(&study.demographic_fields(), this_year(), fields, extra) {
                 Ok(d) => Decision::Submit(Page::PanasBefore, Effect::Demographics(d)),
@@ -123,6 +115,73 @@ fn decide(
             Decision::BadRequest("This page takes no answers.".into())
         }
     }
+}
+
+/// The consent form's answer: `true` to take part. Any field but the answer and the `ignored`
+/// ones makes the form one no page of ours sends.
+pub fn parse_consent(fields: &[(String, String)], ignored: &[&str]) -> Result<bool, String> {
+    let answer: Vec<&str> = fields
+        .iter()
+        .filter(|(k, _)| k == CONSENT_FIELD)
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let unexpected = fields
+        .iter()
+        .any(|(k, _)| k != CONSENT_FIELD && !ignored.contains(&k.as_str()));
+    match (answer.as_slice(), unexpected) {
+        (["yes"], false) => Ok(true),
+        (["no"], false) => Ok(false),
+        _ => Err("Please choose whether you agree to take part.".into()),
+    }
+}
+
+/// Where a consent answer leads and what it stores.
+fn consent_move(consent: bool) -> (Page, Effect) {
+    if consent {
+        (Page::Demographics, Effect::Consent)
+    } else {
+        (Page::Ended, Effect::End(Outcome::NoConsent))
+    }
+}
+
+/// A consent form sent by a browser that has no participant yet: the participant it makes.
+pub struct Arrived {
+    /// The new participant's session secret (the owner's cookie).
+    pub public_id: String,
+    pub arrival: Arrival,
+    /// Item orders of the two questionnaire pages.
+    pub orders: (Vec<u32>, Vec<u32>),
+    pub consent: bool,
+    /// When its consent page was shown (recorded as that page's "shown" event).
+    pub shown_at: chrono::NaiveDateTime,
+}
+
+/// The participant's row is made here, at the consent answer, not when the link is opened
+/// (issue #14, point 6): following a link stores nothing, so only people who answered the
+/// consent page exist and count. When the same form was sent twice (a double tap) or the
+/// Prolific id already has a participant, that one is returned and nothing changes.
+///
+/// Two statements, as when the link made the row and the consent moved it: the INSERT
+/// commits on its own, then the consent's transaction (which on Postgres locks the study row
+/// to serialise assignments). In one transaction, the INSERT's foreign-key lock on the study
+/// row (`FOR KEY SHARE`) held by every arriving participant deadlocks their `FOR UPDATE`.
+/// A crash between the two leaves a participant on the consent page, which counts nowhere
+/// (assignment, monitor) and which the same form, sent again, takes on from there.
+pub fn begin(
+    conn: &mut DbConnection,
+    study: &Study,
+    form: Arrived,
+) -> Result<Participant, StoreError> {
+    let p = participants::create(conn, study, &form.public_id, &form.arrival, form.orders)?;
+    if p.page() != Page::Consent || p.status != ParticipantStatus::Active {
+        return Ok(p);
+    }
+    // Never later than now (the clocks of two replicas may differ by a little).
+    let shown = form.shown_at.min(crate::store::now());
+    participants::record_event_at(conn, p.id, Page::Consent, PageEvent::Shown, shown)?;
+    let (to, effect) = consent_move(form.consent);
+    let _: Submitted = participants::submit(conn, study, p.id, Page::Consent, to, effect)?;
+    Ok(participants::get(conn, p.id)?)
 }
 
 /// The current year (demographics ask for a birth year and check it against this).

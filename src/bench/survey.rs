@@ -157,6 +157,19 @@ fn field_value<'a>(body: &'a str, marker: &str) -> Option<&'a str> {
     body[start..].split('"').next()
 }
 
+/// The hidden fields of a page's form other than the CSRF token (a visitor's consent form
+/// carries its visit id and the link's Prolific ids in them).
+fn hidden_fields(body: &str) -> Vec<(String, String)> {
+    body.split("<input type=\"hidden\" name=\"")
+        .skip(1)
+        .filter_map(|part| {
+            let (name, rest) = part.split_once('"')?;
+            let value = field_value(rest, "value=\"")?;
+            (name != csrf::FIELD).then(|| (name.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
 fn items_on(body: &str) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::with_capacity(20);
     for part in body.split("name=\"item-").skip(1) {
@@ -172,7 +185,11 @@ fn items_on(body: &str) -> Vec<u32> {
 /// The form a participant sends on a page (deterministic answers derived from the pid).
 fn answers_for(page: Page, body: &str, salt: u64) -> Vec<(String, String)> {
     match page {
-        Page::Consent => vec![(CONSENT_FIELD.into(), "yes".into())],
+        Page::Consent => {
+            let mut fields = hidden_fields(body);
+            fields.push((CONSENT_FIELD.into(), "yes".into()));
+            fields
+        }
         Page::Demographics => vec![
             ("gender".into(), "Prefer not to say".into()),
             ("year_of_birth".into(), "1990".into()),
@@ -286,7 +303,9 @@ impl Client<'_> {
 
     /// Shows one page and submits it; returns where the server sends the participant next.
     fn page(&self, path: &str, salt: u64, think: Duration) -> Result<Step, String> {
-        let name = path.rsplit('/').next().unwrap_or("").to_owned();
+        // The consent page's URL carries the link's Prolific ids on.
+        let bare = path.split('?').next().unwrap_or("");
+        let name = bare.rsplit('/').next().unwrap_or("").to_owned();
         let (status, loc, body) = self.get(path, &format!("GET {name}"))?;
         if status == 303 {
             return loc

@@ -11,6 +11,7 @@ pub mod measure;
 pub mod model_results;
 pub mod parse;
 pub mod prompt;
+pub mod rate;
 pub mod report;
 pub mod run;
 pub mod situation;

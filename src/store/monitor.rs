@@ -10,7 +10,7 @@ use super::columns::corrupt_row;
 use super::schema::{emotions, factors, participants, situations};
 use super::studies::Study;
 use super::{DbConnection, now};
-use crate::domain::survey::ParticipantStatus;
+use crate::domain::survey::{Page, ParticipantStatus};
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct StatusCounts {
@@ -89,8 +89,11 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
 
 fn status_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<StatusCounts> {
     let mut counts = StatusCounts::default();
+    // "Active" counts from consent on (issue #14, point 6): a participant still on the consent
+    // page (made by an older version, when opening the link made one) has agreed to nothing.
     let by_status: Vec<(ParticipantStatus, i64)> = participants::table
         .filter(participants::study_id.eq(study.id))
+        .filter(participants::page.ne(Page::Consent))
         .group_by(participants::status)
         .select((participants::status, diesel::dsl::count_star()))
         .load(conn)

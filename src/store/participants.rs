@@ -215,8 +215,10 @@ pub fn study_is_full(conn: &mut DbConnection, study: &Study) -> QueryResult<bool
     Ok(assignment::is_full(&cells, target))
 }
 
-/// Creates a participant on the consent page. Returns the existing one when the same external
-/// id raced us here (two tabs opening the Prolific link at once).
+/// Creates a participant on the consent page. Returns the existing one when the same session
+/// key (a double submit of one consent form) or the same Prolific id (two tabs at once) got
+/// here first (`ON CONFLICT DO NOTHING`: no failed statement, which on Postgres would abort
+/// a surrounding transaction).
 pub fn create(
     conn: &mut DbConnection,
     study: &Study,
@@ -241,18 +243,21 @@ pub fn create(
             participants::created_at.eq(t),
             participants::updated_at.eq(t),
         ))
+        .on_conflict_do_nothing()
         .returning(participants::id);
     let inserted: QueryResult<ParticipantId> = per_backend!(conn, |c| insert.get_result(c));
     match inserted {
         Ok(id) => Ok(get(conn, id)?),
-        Err(diesel::result::Error::DatabaseError(
-            diesel::result::DatabaseErrorKind::UniqueViolation,
-            _,
-        )) => match &arrival.prolific_pid {
-            Some(pid) => by_pid(conn, study.id, pid)?
-                .ok_or_else(|| StoreError::Conflict("participant vanished".into())),
-            None => Err(StoreError::Conflict("duplicate participant id".into())),
-        },
+        Err(diesel::result::Error::NotFound) => {
+            if let Some(p) = by_public_id(conn, study.id, public_id)? {
+                return Ok(p);
+            }
+            match &arrival.prolific_pid {
+                Some(pid) => by_pid(conn, study.id, pid)?
+                    .ok_or_else(|| StoreError::Conflict("participant vanished".into())),
+                None => Err(StoreError::Conflict("duplicate participant id".into())),
+            }
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -268,7 +273,7 @@ pub fn record_event(
 
 /// Records a page event at `at` (a submit stamps its event with the time of its transaction,
 /// the same time as the writes it makes, e.g. `completed_at`).
-fn record_event_at(
+pub fn record_event_at(
     conn: &mut DbConnection,
     participant: ParticipantId,
     page: Page,

@@ -1,21 +1,44 @@
-//! `GET /s/{study}`: the link participants follow. Resumes the participant of this browser or
-//! of this Prolific id; otherwise creates one (when the study is open and not full).
+//! The way in: `GET /s/{study}`, the link participants follow, and the consent page of a
+//! browser that has no participant yet. The link resumes the participant of this browser or
+//! of this Prolific id; otherwise it sends the browser to the consent page, and only the answer
+//! there makes a participant (issue #14, point 6: opening a link stores nothing, and one
+//! address may start only so many participants in a while).
 
 use std::collections::HashMap;
 
+use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
 use super::context::{self, SurveyContext};
+use super::pages::{self, Visit};
+use crate::app::survey::{self as survey_app, Arrived};
 use crate::domain::assignment::mix_seed;
 use crate::domain::prompt::{canonical_order, shuffled_order};
 use crate::domain::study::StudyStatus;
-use crate::domain::survey::{ExternalId, SessionKey};
-use crate::store::participants::{self, Arrival};
+use crate::domain::survey::{ExternalId, Page, SessionKey};
+use crate::store::participants::{self, Arrival, Participant};
+use crate::store::studies::Study;
 use crate::web::csrf;
 use crate::web::error::AppError;
-use crate::web::render::{render, see_other};
+use crate::web::render::{render, render_status, see_other};
 use crate::web::state::AppState;
+
+/// The hidden fields of a visitor's consent form ([`pages::Visit`]).
+pub const VISIT_FIELD: &str = "visit";
+pub const PID_FIELD: &str = "prolific_pid";
+pub const STUDY_ID_FIELD: &str = "prolific_study_id";
+pub const SESSION_ID_FIELD: &str = "prolific_session_id";
+/// Every field a visitor's consent form sends besides the answer.
+const VISITOR_FIELDS: [&str; 5] = [
+    csrf::FIELD,
+    VISIT_FIELD,
+    PID_FIELD,
+    STUDY_ID_FIELD,
+    SESSION_ID_FIELD,
+];
+/// The random part of a visit id is this many ASCII letters and digits.
+const VISIT_NONCE_LEN: usize = 24;
 
 #[derive(Template)]
 #[template(path = "survey/unavailable.html")]
@@ -26,6 +49,82 @@ pub struct Unavailable {
     pub prolific: bool,
 }
 
+/// The Prolific ids a link (or a visitor's form) carries, each checked.
+struct LinkIds {
+    pid: Option<String>,
+    study_id: Option<String>,
+    session_id: Option<String>,
+}
+
+fn external(name: &str, value: Option<&String>) -> Result<Option<String>, AppError> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Ok(None),
+        Some(v) => ExternalId::parse(v)
+            .map(|id| Some(id.as_str().to_owned()))
+            .map_err(|e| {
+                AppError::BadRequest(format!("The link you followed is not valid: {name} {e}."))
+            }),
+    }
+}
+
+/// The ids in a link's query, under the study's parameter names.
+fn link_ids(study: &Study, query: &HashMap<String, String>) -> Result<LinkIds, AppError> {
+    Ok(LinkIds {
+        pid: external(&study.pid_param, query.get(&study.pid_param))?,
+        study_id: external(&study.study_id_param, query.get(&study.study_id_param))?,
+        session_id: external(&study.session_id_param, query.get(&study.session_id_param))?,
+    })
+}
+
+/// The consent page's URL, carrying the link's ids on (only ids [`ExternalId`] accepted:
+/// letters, digits, `-` and `_`, so nothing needs escaping).
+fn consent_url(study: &Study, ids: &LinkIds) -> String {
+    let params: Vec<String> = [
+        (&study.pid_param, &ids.pid),
+        (&study.study_id_param, &ids.study_id),
+        (&study.session_id_param, &ids.session_id),
+    ]
+    .into_iter()
+    .filter_map(|(name, v)| v.as_ref().map(|v| format!("{name}={v}")))
+    .collect();
+    let base = format!("/s/{}/{}", study.slug, Page::Consent.as_str());
+    if params.is_empty() {
+        base
+    } else {
+        format!("{base}?{}", params.join("&"))
+    }
+}
+
+/// The polite page for a study that takes no newcomers (not open, or every place taken).
+async fn closed(
+    state: &AppState,
+    study: &Study,
+    prolific: bool,
+) -> Result<Option<HttpResponse>, AppError> {
+    let page = |heading, message| Unavailable {
+        title: study.title.clone(),
+        heading,
+        message,
+        prolific,
+    };
+    if study.status() != StudyStatus::Open {
+        return render(page(
+            "This study is not open",
+            "Thank you for your interest. This study is not accepting participants at the moment.",
+        ))
+        .map(Some);
+    }
+    if state.study_is_full(study).await? {
+        return render(page(
+            "This study is full",
+            "Thank you for your interest. Every place in this study has been taken.",
+        ))
+        .map(Some);
+    }
+    Ok(None)
+}
+
 pub async fn get(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -34,32 +133,13 @@ pub async fn get(
 ) -> Result<HttpResponse, AppError> {
     let ctx = SurveyContext::load(&state, &req, &slug).await?;
     let study = ctx.study.clone();
-    let param = |name: &str| -> Result<Option<String>, AppError> {
-        match query.get(name) {
-            None => Ok(None),
-            Some(v) if v.trim().is_empty() => Ok(None),
-            Some(v) => ExternalId::parse(v)
-                .map(|id| Some(id.as_str().to_owned()))
-                .map_err(|e| {
-                    AppError::BadRequest(format!("The link you followed is not valid: {name} {e}."))
-                }),
-        }
-    };
-    let arrival = Arrival {
-        prolific_pid: param(&study.pid_param)?,
-        prolific_study_id: param(&study.study_id_param)?,
-        prolific_session_id: param(&study.session_id_param)?,
-        user_agent: req
-            .headers()
-            .get("user-agent")
-            .and_then(|v| v.to_str().ok())
-            .map(|s| s.chars().take(300).collect()),
-    };
+    let ids = link_ids(&study, &query)?;
 
-    // A link's Prolific id always wins: it resumes that id's participant, or makes a new one,
-    // whatever participant this browser's cookie names (one browser shared by two people must
-    // never store the second one's answers as the first one's). Without an id, the cookie's.
-    let existing = match &arrival.prolific_pid {
+    // A link's Prolific id always wins: it resumes that id's participant, or leads to a new
+    // one, whatever participant this browser's cookie names (one browser shared by two people
+    // must never store the second one's answers as the first one's). Without an id, the
+    // cookie's.
+    let existing = match &ids.pid {
         Some(pid) => {
             let pid = pid.clone();
             let id = study.id;
@@ -73,80 +153,170 @@ pub async fn get(
                 }
                 // Another browser, or one that holds someone else's cookie: it may continue
                 // this participant by the id, with a key that cannot withdraw them.
-                Some(p) => {
-                    let pid = p.id;
-                    let key = state
-                        .survey_db(move |conn| Ok(participants::resume_key(conn, pid)?))
-                        .await?;
-                    Some((p, SessionKey::Resumed(key)))
-                }
+                Some(p) => Some(resumed(&state, p).await?),
                 None => None,
             }
         }
         None => ctx.participant.clone().zip(ctx.key.clone()),
     };
 
-    let (participant, key) = match existing {
-        Some(found) => found,
-        None => {
-            let prolific = arrival.prolific_pid.is_some();
-            let unavailable = |heading, message| Unavailable {
-                title: study.title.clone(),
-                heading,
-                message,
-                prolific,
-            };
-            if study.status() != StudyStatus::Open {
-                return render(unavailable(
-                    "This study is not open",
-                    "Thank you for your interest. This study is not accepting participants at the moment.",
-                ));
-            }
-            if state.study_is_full(&study).await? {
-                return render(unavailable(
-                    "This study is full",
-                    "Thank you for your interest. Every place in this study has been taken.",
-                ));
-            }
-            let n = ctx.instrument.items.len();
-            let public_id = crate::auth::password::random_secret(24);
-            let orders = if study.shuffles_items() {
-                let nonce: u64 = rand::random();
-                let seed = mix_seed(study.seed as u64, nonce);
-                (
-                    shuffled_order(n, seed),
-                    shuffled_order(n, mix_seed(seed, 1)),
-                )
-            } else {
-                (canonical_order(n), canonical_order(n))
-            };
-            let s = study.clone();
-            let key = SessionKey::Owner(public_id.clone());
-            let p = state
-                .survey_db(move |conn| participants::create(conn, &s, &public_id, &arrival, orders))
-                .await?;
-            // Two tabs raced on one Prolific id and the other made the row: continue it as a
-            // resumed browser (this one never held the row's secret).
-            if p.public_id == key.cookie_value() {
-                (p, key)
-            } else {
-                let pid = p.id;
-                let key = state
-                    .survey_db(move |conn| Ok(participants::resume_key(conn, pid)?))
-                    .await?;
-                (p, SessionKey::Resumed(key))
-            }
+    let Some((participant, key)) = existing else {
+        if let Some(page) = closed(&state, &study, ids.pid.is_some()).await? {
+            return Ok(page);
         }
+        return Ok(see_other(&consent_url(&study, &ids)));
     };
     let (token, new_token) = csrf::token(&req);
-    let mut resp = see_other(&format!(
-        "/s/{}/{}",
-        study.slug,
-        participant.page().as_str()
-    ));
+    let mut resp = see_other(&ctx.page_url(participant.page()));
     let _ = resp.add_cookie(&context::participant_cookie(&req, &study, &key));
-    if new_token {
-        let _ = resp.add_cookie(&csrf::cookie(&req, &token));
+    Ok(pages::with_csrf(resp, &req, &token, new_token))
+}
+
+/// A participant continued by a browser that did not start it: the key such browsers share.
+async fn resumed(state: &AppState, p: Participant) -> Result<(Participant, SessionKey), AppError> {
+    let id = p.id;
+    let key = state
+        .survey_db(move |conn| Ok(participants::resume_key(conn, id)?))
+        .await?;
+    Ok((p, SessionKey::Resumed(key)))
+}
+
+/// `GET /s/{study}/consent`: the information and consent page. A browser with a participant
+/// (and no other Prolific id in the link) goes on where it is; any other gets the page with
+/// a fresh visit id, and nothing is stored until it answers.
+pub async fn consent_form(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let ctx = SurveyContext::load(&state, &req, &slug).await?;
+    let ids = link_ids(&ctx.study, &query)?;
+    if ids.pid.is_none() {
+        if let Some(p) = &ctx.participant {
+            // Participants made before consent made them still sit here: their own page.
+            if p.page() == Page::Consent {
+                return pages::show(&state, &req, &slug, Page::Consent.as_str()).await;
+            }
+            return Ok(see_other(&ctx.page_url(p.page())));
+        }
+    }
+    if let Some(page) = closed(&state, &ctx.study, ids.pid.is_some()).await? {
+        return Ok(page);
+    }
+    let (token, new_token) = csrf::token(&req);
+    let visit = Visit {
+        id: context::new_visit(
+            &state,
+            &crate::auth::password::random_secret(VISIT_NONCE_LEN),
+        ),
+        prolific_pid: ids.pid,
+        prolific_study_id: ids.study_id,
+        prolific_session_id: ids.session_id,
+    };
+    let resp = render(pages::visitor_consent(&ctx, &token, visit))?;
+    Ok(pages::with_csrf(resp, &req, &token, new_token))
+}
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a String> {
+    fields.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+}
+
+/// Random item orders for the two questionnaire pages, or the canonical one.
+fn item_orders(study: &Study, n: usize) -> (Vec<u32>, Vec<u32>) {
+    if study.shuffles_items() {
+        let nonce: u64 = rand::random();
+        let seed = mix_seed(study.seed as u64, nonce);
+        (
+            shuffled_order(n, seed),
+            shuffled_order(n, mix_seed(seed, 1)),
+        )
+    } else {
+        (canonical_order(n), canonical_order(n))
+    }
+}
+
+/// `POST /s/{study}/consent`. A visitor's answer makes the participant (at most the configured
+/// number per client address and window); a form without a visit id is the answer of a
+/// participant made before consent made them.
+pub async fn consent(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    let fields = form.into_inner();
+    csrf::check_double_submit(&req, &fields)?;
+    let Some(visit) = field(&fields, VISIT_FIELD) else {
+        return pages::submit(&state, &req, &slug, Page::Consent.as_str(), fields).await;
+    };
+    let Some(shown_at) = context::visit_shown(&state, visit) else {
+        return Err(AppError::BadRequest("This form is not valid.".into()));
+    };
+    let consent =
+        survey_app::parse_consent(&fields, &VISITOR_FIELDS).map_err(AppError::BadRequest)?;
+    let (ctx, _) = SurveyContext::start(&state, &req, &slug).await?;
+    let study = ctx.study.clone();
+    let arrival = Arrival {
+        prolific_pid: external("Prolific id", field(&fields, PID_FIELD))?,
+        prolific_study_id: external("study id", field(&fields, STUDY_ID_FIELD))?,
+        prolific_session_id: external("session id", field(&fields, SESSION_ID_FIELD))?,
+        user_agent: req
+            .headers()
+            .get("user-agent")
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.chars().take(300).collect()),
+    };
+    let prolific = arrival.prolific_pid.is_some();
+    if let Some(page) = closed(&state, &study, prolific).await? {
+        return Ok(page);
+    }
+    let addr = crate::web::request::client_addr(&req, &state.settings.trusted_proxies);
+    if let Err(wait) = state.admit_new_participant(&addr) {
+        return too_many(&study, wait);
+    }
+    let public_id = context::visit_secret(&state, visit);
+    let form = Arrived {
+        public_id: public_id.clone(),
+        orders: item_orders(&study, ctx.instrument.items.len()),
+        arrival,
+        consent,
+        shown_at,
+    };
+    let s = study.clone();
+    let p = state
+        .survey_db(move |conn| survey_app::begin(conn, &s, form))
+        .await?;
+    // The same visit sent twice owns its participant; a Prolific id that another browser had
+    // already started is continued as a resumed browser (this one never held its secret).
+    let (p, key) = if p.public_id == public_id {
+        (p, SessionKey::Owner(public_id))
+    } else {
+        resumed(&state, p).await?
+    };
+    let mut resp = see_other(&pages::after_submit(&ctx, &p));
+    let _ = resp.add_cookie(&context::participant_cookie(&req, &study, &key));
+    Ok(resp)
+}
+
+/// 429 for an address that started its limit of participants in the window.
+/// (Not the "return your submission" advice: they should come back, not give up their place.)
+fn too_many(study: &Study, wait: std::time::Duration) -> Result<HttpResponse, AppError> {
+    let mut resp = render_status(
+        Unavailable {
+            title: study.title.clone(),
+            heading: "Please try again in a few minutes",
+            message: "Many people have started this study from your network in the last few \
+                      minutes. Please wait a few minutes and open your link again.",
+            prolific: false,
+        },
+        StatusCode::TOO_MANY_REQUESTS,
+    )?;
+    if let Ok(v) =
+        actix_web::http::header::HeaderValue::from_str(&wait.as_secs().max(1).to_string())
+    {
+        resp.headers_mut()
+            .insert(actix_web::http::header::RETRY_AFTER, v);
     }
     Ok(resp)
 }

@@ -66,9 +66,31 @@ fn paragraphs(text: &str) -> Vec<String> {
 
 #[derive(Template)]
 #[template(path = "survey/consent.html")]
-struct ConsentPage {
+pub(super) struct ConsentPage {
     frame: Frame,
     paragraphs: Vec<String>,
+    /// For a browser without a participant: what its answer will make one of.
+    visit: Option<Visit>,
+}
+
+/// The hidden fields of a consent form shown to a browser without a participant: a random
+/// one-off id for this form (the same id sent twice makes one participant, not two) and the
+/// Prolific ids the link carried (kept in the form, not a cookie, so two tabs opened with two
+/// different ids each keep their own).
+pub(super) struct Visit {
+    pub id: String,
+    pub prolific_pid: Option<String>,
+    pub prolific_study_id: Option<String>,
+    pub prolific_session_id: Option<String>,
+}
+
+/// The consent page, for a browser with no participant yet.
+pub(super) fn visitor_consent(ctx: &SurveyContext, csrf: &str, visit: Visit) -> ConsentPage {
+    ConsentPage {
+        frame: Frame::new(ctx, Page::Consent, csrf),
+        paragraphs: paragraphs(&ctx.study.consent_text),
+        visit: Some(visit),
+    }
 }
 
 pub struct Choice {
@@ -396,7 +418,7 @@ fn final_page(ctx: &SurveyContext, p: &Participant, page: Page, csrf: &str) -> D
 
 /// The page to send a participant to after a page moved (or ended) their session: Prolific's
 /// completion URL once the final write is committed, else our own page.
-fn after_submit(ctx: &SurveyContext, p: &Participant) -> String {
+pub(super) fn after_submit(ctx: &SurveyContext, p: &Participant) -> String {
     let page = p.page();
     if page.is_terminal() && p.prolific_pid.is_some() {
         if let Some(code) = p.status.outcome().and_then(|o| ctx.study.code_for(o)) {
@@ -406,7 +428,12 @@ fn after_submit(ctx: &SurveyContext, p: &Participant) -> String {
     ctx.page_url(page)
 }
 
-fn with_csrf(mut resp: HttpResponse, req: &HttpRequest, token: &str, new: bool) -> HttpResponse {
+pub(super) fn with_csrf(
+    mut resp: HttpResponse,
+    req: &HttpRequest,
+    token: &str,
+    new: bool,
+) -> HttpResponse {
     if new {
         let _ = resp.add_cookie(&csrf::cookie(req, token));
     }
@@ -425,6 +452,7 @@ fn render_page(
         Page::Consent => render(ConsentPage {
             frame: Frame::new(ctx, page, csrf),
             paragraphs: paragraphs(&ctx.study.consent_text),
+            visit: None,
         }),
         Page::Demographics => render(demographics(ctx, csrf, &[], &none)),
         Page::PanasBefore | Page::PanasAfter => {
@@ -463,13 +491,23 @@ pub async fn get(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, AppError> {
     let (slug, page_name) = path.into_inner();
-    let (ctx, key) = SurveyContext::start(&state, &req, &slug).await?;
+    show(&state, &req, &slug, &page_name).await
+}
+
+/// A page of the participant this browser's cookie names (or a redirect to their page).
+pub(super) async fn show(
+    state: &AppState,
+    req: &HttpRequest,
+    slug: &str,
+    page_name: &str,
+) -> Result<HttpResponse, AppError> {
+    let (ctx, key) = SurveyContext::start(state, req, slug).await?;
     let Some(key) = key else {
         return Ok(see_other(&ctx.entry_url()));
     };
     // One trip to the database: the participant, the "shown" timestamp and, on the situation
     // page, its text.
-    let requested = Page::parse(&page_name);
+    let requested = Page::parse(page_name);
     let study_id = ctx.study.id;
     let Some((p, text)) = state
         .survey_db(move |conn| Ok(participants::open_page(conn, study_id, &key, requested)?))
@@ -484,10 +522,10 @@ pub async fn get(
     // The second questionnaire repeats the situation in one line: one more read, on that page
     // only.
     let text = match (current, text) {
-        (Page::PanasAfter, None) => situation_text(&state, &p).await?,
+        (Page::PanasAfter, None) => situation_text(state, &p).await?,
         (_, text) => text,
     };
-    let (csrf, new) = csrf::token(&req);
+    let (csrf, new) = csrf::token(req);
     let resp = if current == Page::Situation {
         let text = text.ok_or_else(|| {
             AppError::internal("participant without a situation on the situation page")
@@ -500,7 +538,7 @@ pub async fn get(
     } else {
         render_page(&ctx, &p, current, &csrf, text.as_deref())?
     };
-    Ok(with_csrf(resp, &req, &csrf, new))
+    Ok(with_csrf(resp, req, &csrf, new))
 }
 
 pub async fn post(
@@ -512,17 +550,28 @@ pub async fn post(
     let (slug, page_name) = path.into_inner();
     let fields = form.into_inner();
     csrf::check_double_submit(&req, &fields)?;
+    submit(&state, &req, &slug, &page_name, fields).await
+}
+
+/// A page's form of the participant this browser's cookie names (its CSRF token checked).
+pub(super) async fn submit(
+    state: &AppState,
+    req: &HttpRequest,
+    slug: &str,
+    page_name: &str,
+    fields: Vec<(String, String)>,
+) -> Result<HttpResponse, AppError> {
     let csrf = fields
         .iter()
         .find(|(k, _)| k == csrf::FIELD)
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let (ctx, key) = SurveyContext::start(&state, &req, &slug).await?;
+    let (ctx, key) = SurveyContext::start(state, req, slug).await?;
     let Some(key) = key else {
         return Ok(see_other(&ctx.entry_url()));
     };
     let (study, instrument) = (ctx.study.clone(), ctx.instrument.clone());
-    let requested = Page::parse(&page_name);
+    let requested = Page::parse(page_name);
     // Committed before any redirect is sent: an error here becomes an error page, never a
     // completion redirect.
     let form = PageForm {
@@ -544,7 +593,7 @@ pub async fn post(
             ),
             current @ (Page::PanasBefore | Page::PanasAfter) => {
                 let text = match current {
-                    Page::PanasAfter => situation_text(&state, &p).await?,
+                    Page::PanasAfter => situation_text(state, &p).await?,
                     _ => None,
                 };
                 render_status(

@@ -63,6 +63,8 @@ route_table! {
     get  "/assets/{file}"                     => assets::serve, Public;
     // Participants.
     get  "/s/{study}"                         => survey::entry::get, Participant;
+    get  "/s/{study}/consent"                 => survey::entry::consent_form, Participant;
+    post "/s/{study}/consent"                 => survey::entry::consent, Participant;
     get  "/s/{study}/withdraw"                => survey::pages::withdraw_form, Participant;
     post "/s/{study}/withdraw"                => survey::pages::withdraw, Participant;
     get  "/s/{study}/{page}"                  => survey::pages::get, Participant;

@@ -9,6 +9,7 @@ use actix_web::web;
 use crate::auth::password;
 use crate::config::Settings;
 use crate::domain::instrument::Instrument;
+use crate::domain::rate::RateWindow;
 use crate::store::studies::Study;
 use crate::store::{DbConnection, InstrumentId, Pool, StoreError, StudyId};
 use crate::web::error::AppError;
@@ -43,6 +44,9 @@ pub struct AppState {
     /// on this database (`app::accounts::form_key`). Read once at start-up: the survey's page
     /// requests stay one trip to the database each.
     form_key: Arc<[u8]>,
+    /// New participants per client address in the configured window (issue #14, point 6).
+    /// Per process: behind several `serve` processes each counts its own share.
+    new_participants: Arc<std::sync::Mutex<RateWindow<String>>>,
 }
 
 /// How long a cached study row is used before it is read again.
@@ -110,7 +114,12 @@ impl AppState {
             .into_bytes()
             .into();
         drop(conn);
+        let new_participants = RateWindow::new(
+            settings.new_participants_per_address,
+            std::time::Duration::from_secs(settings.new_participants_window_seconds),
+        );
         Ok(Self {
+            new_participants: Arc::new(std::sync::Mutex::new(new_participants)),
             pool,
             settings,
             instruments: Arc::default(),
@@ -130,6 +139,24 @@ impl AppState {
     /// The key that signs CSRF tokens (see the field).
     pub fn form_key(&self) -> &[u8] {
         &self.form_key
+    }
+
+    /// Counts a new participant from client address `addr`: `Err(wait)` when that address
+    /// has started its limit of participants in the window (nothing is counted then).
+    pub fn admit_new_participant(&self, addr: &str) -> Result<(), std::time::Duration> {
+        let now = std::time::Instant::now();
+        // A poisoned lock (a panic while holding it) must not turn every newcomer away, nor
+        // let every one in: the window itself is still consistent, so keep using it.
+        let mut window = self
+            .new_participants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = addr.to_owned();
+        if window.admit(&key, now) {
+            Ok(())
+        } else {
+            Err(window.retry_after(&key, now).unwrap_or_default())
+        }
     }
 
     /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].

@@ -58,6 +58,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("get", "/healthz", Access::Public),
     ("get", "/assets/{file}", Access::Public),
     ("get", "/s/{study}", Access::Participant),
+    ("get", "/s/{study}/consent", Access::Participant),
+    ("post", "/s/{study}/consent", Access::Participant),
     ("get", "/s/{study}/withdraw", Access::Participant),
     ("post", "/s/{study}/withdraw", Access::Participant),
     ("get", "/s/{study}/{page}", Access::Participant),

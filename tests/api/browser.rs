@@ -273,7 +273,9 @@ impl Chrome {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let url = self.url();
-            if url == want && self.exec("return document.readyState", json!([])) == "complete" {
+            // The consent page's URL carries the link's Prolific ids on.
+            let bare = url.split('?').next().unwrap_or(&url);
+            if bare == want && self.exec("return document.readyState", json!([])) == "complete" {
                 return;
             }
             assert!(

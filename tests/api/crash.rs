@@ -18,6 +18,8 @@ fn start_server(url: &str, port: u16) -> Child {
         .env("DATABASE_URL", url)
         .env("EMOTIONBENCH_LOG", "error")
         .env("EMOTIONBENCH_POOL_SIZE", "8")
+        // Every simulated participant comes from this one address.
+        .env("EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS", "0")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -86,7 +88,7 @@ fn participant(base: &str, n: usize, acked: &AtomicUsize, deadline: Instant) -> 
         if status != 200 {
             return Err(format!("{pid}: GET {url} -> {status}"));
         }
-        let page = url.rsplit('/').next().unwrap_or("").to_owned();
+        let page = crate::helpers::page_name(&url).to_owned();
         if page == "done" {
             return Ok(());
         }
@@ -97,7 +99,11 @@ fn participant(base: &str, n: usize, acked: &AtomicUsize, deadline: Instant) -> 
             .ok_or_else(|| format!("{pid}: no csrf on {page}"))?
             .to_owned();
         let mut fields: Vec<(String, String)> = match page.as_str() {
-            "consent" => vec![("consent".into(), "yes".into())],
+            "consent" => {
+                let mut f = crate::helpers::hidden_fields(&body);
+                f.push(("consent".into(), "yes".into()));
+                f
+            }
             "demographics" => [
                 "gender",
                 "year_of_birth",

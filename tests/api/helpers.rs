@@ -288,6 +288,8 @@ pub fn spawn_app_with(db: TestDb, adjust: impl FnOnce(&mut Settings)) -> TestApp
         database_url: db.url.clone(),
         bind: "127.0.0.1:0".into(),
         http_workers: 2,
+        // Every test participant comes from 127.0.0.1; the limit's own test sets one.
+        new_participants_per_address: 0,
         ..Settings::default()
     };
     adjust(&mut settings);
@@ -412,6 +414,25 @@ impl Reply {
             .expect("page has no CSRF field");
         self.body[start..].split('"').next().unwrap().to_owned()
     }
+}
+
+/// The hidden fields of a page's form other than the CSRF token (a visitor's consent form
+/// carries its visit id and the link's Prolific ids in them).
+pub fn hidden_fields(body: &str) -> Vec<(String, String)> {
+    body.split("<input type=\"hidden\" name=\"")
+        .skip(1)
+        .filter_map(|part| {
+            let (name, rest) = part.split_once('"')?;
+            let value = rest.strip_prefix(" value=\"")?.split('"').next()?;
+            (name != "csrf").then(|| (name.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
+/// The survey page a path names (the consent page's URL may carry the link's ids on).
+pub fn page_name(path: &str) -> &str {
+    let bare = path.split('?').next().unwrap_or(path);
+    bare.rsplit('/').next().unwrap_or(bare)
 }
 
 impl Browser {

@@ -293,6 +293,8 @@ fn two_replicas_and_two_workers_behind_nginx_lose_nothing_when_a_replica_is_kill
                 .env_remove("EMOTIONBENCH_CONFIG")
                 .env("EMOTIONBENCH_LOG", "error")
                 .env("EMOTIONBENCH_WORKER_SLOTS", "0")
+                // Every simulated participant comes from this one address.
+                .env("EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS", "0")
                 .env("EMOTIONBENCH_HTTP_WORKERS", "2")
                 .env("EMOTIONBENCH_POOL_SIZE", "8")
                 .stdout(Stdio::null())

@@ -451,43 +451,78 @@ fn a_planted_csrf_cookie_is_refused_on_login_and_survey_posts(db: TestDb) {
     make_study(&app, "planted", |_| {});
     let b = app.browser();
     let (consent, path) = b.open(&format!("/s/planted?PROLIFIC_PID={PID}"));
-    assert!(path.ends_with("/consent"), "{path}");
+    assert!(crate::helpers::page_name(&path) == "consent", "{path}");
+    let hidden = crate::helpers::hidden_fields(&consent.body);
+    let form = |csrf: &str| -> Vec<(String, String)> {
+        let mut f = hidden.clone();
+        f.push(("csrf".into(), csrf.into()));
+        f.push(("consent".into(), "yes".into()));
+        f
+    };
+    let attacker = app.browser();
+    // The consent answer (which makes the participant) with a planted token: refused,
+    // nothing made.
+    let planted_form = form(&planted);
+    let fields: Vec<(&str, &str)> = planted_form
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let r = post_with(
+        &attacker.agent,
+        &attacker.url(&path),
+        &[("Cookie", &format!("eb_csrf={planted}"))],
+        &fields,
+    );
+    assert_eq!(r.status, 403, "consent with a planted cookie: {}", r.body);
     let pool = app.pool();
     let mut conn = pool.get().unwrap();
     let study = studies::load(&mut conn, "planted").unwrap().unwrap();
+    assert!(
+        participants::by_pid(&mut conn, study.id, PID)
+            .unwrap()
+            .is_none()
+    );
+    drop(conn);
+    // The participant's own token, in the same hand-made request, passes.
+    let own = consent.csrf();
+    let own_form = form(&own);
+    let fields: Vec<(&str, &str)> = own_form
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let r = post_with(
+        &attacker.agent,
+        &attacker.url(&path),
+        &[("Cookie", &format!("eb_csrf={own}"))],
+        &fields,
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let mut conn = pool.get().unwrap();
     let p = participants::by_pid(&mut conn, study.id, PID)
         .unwrap()
         .unwrap();
     drop(conn);
+    // A page of the participant and withdrawal, with the participant's cookie and a planted
+    // token: refused, nothing moved.
     let participant = format!("eb_p{}={}", study.id, p.public_id);
-    let attacker = app.browser();
-    for (url, fields) in [
-        (path.as_str(), vec![("consent", "yes")]),
-        ("/s/planted/withdraw", vec![]),
-    ] {
-        let mut fields = fields;
-        fields.push(("csrf", &planted));
+    for url in ["/s/planted/demographics", "/s/planted/withdraw"] {
         let r = post_with(
             &attacker.agent,
             &attacker.url(url),
             &[("Cookie", &format!("{participant}; eb_csrf={planted}"))],
-            &fields,
+            &[("csrf", &planted), ("gender", "Female")],
         );
         assert_eq!(r.status, 403, "{url} with a planted cookie: {}", r.body);
     }
-    assert!(
-        b.open("/s/planted").1.ends_with("/consent"),
+    let mut conn = pool.get().unwrap();
+    let after = participants::by_pid(&mut conn, study.id, PID)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (after.page, after.status),
+        (p.page, p.status),
         "nothing moved"
     );
-    // The participant's own token, in the same hand-made request, passes.
-    let own = consent.csrf();
-    let r = post_with(
-        &attacker.agent,
-        &attacker.url(&path),
-        &[("Cookie", &format!("{participant}; eb_csrf={own}"))],
-        &[("consent", "yes"), ("csrf", &own)],
-    );
-    assert_eq!(r.status, 303, "{}", r.body);
 }
 
 /// Point 12: over HTTPS the cookies are `__Host-` (Secure, Path=/, no Domain), and a plain

@@ -41,7 +41,10 @@ fn a_link_with_another_prolific_id_never_continues_the_cookies_participant(db: T
     // The same browser, B's link: B's own participant, from the start.
     let (page, path) = b.open(&format!("/s/shared?PROLIFIC_PID={B}"));
     assert_eq!(page.status, 200, "{}", page.body);
-    assert!(path.ends_with("/consent"), "B landed on {path}");
+    assert!(
+        crate::helpers::page_name(&path) == "consent",
+        "B landed on {path}"
+    );
     let (_, path) = walk_to(&b, &path, "feelings-now");
     let (page, _) = b.open(&path);
     let r = crate::survey::submit_current(&b, &path, &page);
@@ -143,3 +146,137 @@ fn neither_an_export_nor_a_prolific_id_alone_can_withdraw_a_participant(db: Test
 }
 
 on_both_backends!(neither_an_export_nor_a_prolific_id_alone_can_withdraw_a_participant);
+
+fn participant_count(app: &TestApp, slug: &str) -> (usize, i64) {
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let s = studies::load(&mut conn, slug).unwrap().unwrap();
+    let monitor = emotionbench::store::monitor::load(&mut conn, &s).unwrap();
+    let rows: i64 = {
+        use diesel::prelude::*;
+        use emotionbench::store::schema::participants as p;
+        p::table
+            .filter(p::study_id.eq(s.id))
+            .count()
+            .get_result(&mut conn)
+            .unwrap()
+    };
+    (rows as usize, monitor.counts.active)
+}
+
+/// Point 6: a GET of the link used to make a participant row (1,000 requests made 1,000
+/// `active` rows; a bot filled a 6-place study in 0.37 s). Now only the consent answer makes
+/// one; the same consent form sent twice makes one, not two.
+fn opening_the_link_stores_nothing_only_the_consent_answer_makes_a_participant(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "door", |c| c.target_per_situation = 1);
+    for i in 0..200 {
+        let b = app.browser();
+        let link = if i % 2 == 0 {
+            format!("/s/door?PROLIFIC_PID=bot{i:021}")
+        } else {
+            "/s/door".to_owned()
+        };
+        let (page, path) = b.open(&link);
+        assert_eq!(page.status, 200, "{}", page.body);
+        assert_eq!(crate::helpers::page_name(&path), "consent", "{path}");
+    }
+    assert_eq!(
+        participant_count(&app, "door"),
+        (0, 0),
+        "no row, none active"
+    );
+
+    // One person agrees, tapping the button twice (the same form sent twice).
+    let b = app.browser();
+    let (page, path) = b.open(&format!("/s/door?PROLIFIC_PID={A}"));
+    let mut form = crate::helpers::hidden_fields(&page.body);
+    form.push(("csrf".into(), page.csrf()));
+    form.push(("consent".into(), "yes".into()));
+    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let first = b.post(&path, &fields);
+    let second = b.post(&path, &fields);
+    assert_eq!(first.status, 303, "{}", first.body);
+    assert_eq!(first.location(), Some("/s/door/demographics"));
+    assert_eq!(second.location(), Some("/s/door/demographics"));
+    assert_eq!(participant_count(&app, "door"), (1, 1), "one row, active");
+    let p = by_pid(&app, "door", A).unwrap();
+    assert_eq!(p.page.as_str(), "demographics");
+    assert!(p.situation_id.is_some(), "consent assigned a situation");
+    // The browser continues its participant.
+    assert_eq!(b.open("/s/door").1, "/s/door/demographics");
+
+    // Another declines: a row that says so, not an active one.
+    let b = app.browser();
+    let (page, path) = b.open(&format!("/s/door?PROLIFIC_PID={B}"));
+    let mut form = crate::helpers::hidden_fields(&page.body);
+    form.push(("csrf".into(), page.csrf()));
+    form.push(("consent".into(), "no".into()));
+    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(b.post(&path, &fields).status, 303);
+    assert_eq!(participant_count(&app, "door"), (2, 1));
+    assert_eq!(
+        by_pid(&app, "door", B).unwrap().status.as_str(),
+        "no_consent"
+    );
+
+    // A forged visit id is refused, and makes nothing.
+    let b = app.browser();
+    let (page, path) = b.open("/s/door");
+    let csrf = page.csrf();
+    let r = b.post(
+        &path,
+        &[("csrf", &csrf), ("visit", "short"), ("consent", "yes")],
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(participant_count(&app, "door").0, 2);
+}
+
+on_both_backends!(opening_the_link_stores_nothing_only_the_consent_answer_makes_a_participant);
+
+/// Point 6: new participants per client address are limited (configurable); behind a trusted
+/// proxy the address is the forwarded one, so people behind one nginx are not limited together.
+fn new_participants_per_address_are_limited(db: TestDb) {
+    let app = crate::helpers::spawn_app_with(db, |s| {
+        s.new_participants_per_address = 3;
+        s.new_participants_window_seconds = 600;
+        s.trusted_proxies = emotionbench::config::IpRange::parse_list("127.0.0.1").unwrap();
+    });
+    make_study(&app, "limited", |_| {});
+    let consent_from = |forwarded: &str| {
+        let b = app.browser();
+        let (page, path) = b.open("/s/limited");
+        let mut form = crate::helpers::hidden_fields(&page.body);
+        form.push(("csrf".into(), page.csrf()));
+        form.push(("consent".into(), "yes".into()));
+        let r = b
+            .agent
+            .post(b.url(&path))
+            .header("X-Forwarded-For", forwarded)
+            .send_form(form.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .unwrap();
+        (
+            r.status().as_u16(),
+            r.headers().get("retry-after").is_some(),
+        )
+    };
+    for _ in 0..3 {
+        assert_eq!(consent_from("203.0.113.7"), (303, false));
+    }
+    let (status, retry) = consent_from("203.0.113.7");
+    assert_eq!(status, 429, "the fourth from one address in the window");
+    assert!(retry, "429 says when to come back");
+    assert_eq!(
+        participant_count(&app, "limited").0,
+        3,
+        "the refused one made nothing"
+    );
+    assert_eq!(
+        consent_from("198.51.100.9"),
+        (303, false),
+        "another address"
+    );
+    assert_eq!(participant_count(&app, "limited").0, 4);
+}
+
+on_both_backends!(new_participants_per_address_are_limited);

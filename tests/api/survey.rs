@@ -94,9 +94,13 @@ pub fn items_in(html: &str) -> Vec<u32> {
 /// Submits the current page with valid answers; returns the reply (a redirect).
 pub fn submit_current(b: &Browser, path: &str, page: &Reply) -> Reply {
     let csrf = page.csrf();
-    let page_name = path.rsplit('/').next().unwrap();
+    let page_name = crate::helpers::page_name(path);
     let owned: Vec<(String, String)> = match page_name {
-        "consent" => vec![("consent".into(), "yes".into())],
+        "consent" => {
+            let mut f = crate::helpers::hidden_fields(&page.body);
+            f.push(("consent".into(), "yes".into()));
+            f
+        }
         "demographics" => vec![
             ("gender".into(), "Female".into()),
             ("year_of_birth".into(), "1990".into()),
@@ -128,7 +132,7 @@ pub fn submit_current(b: &Browser, path: &str, page: &Reply) -> Reply {
 pub fn walk_to(b: &Browser, entry: &str, stop: &str) -> (Reply, String) {
     let (mut page, mut path) = b.open(entry);
     for _ in 0..10 {
-        if path.ends_with(&format!("/{stop}")) {
+        if crate::helpers::page_name(&path) == stop {
             return (page, path);
         }
         assert_eq!(page.status, 200, "{path}: {}", page.body);
@@ -203,7 +207,8 @@ fn the_whole_flow_from_the_prolific_link_to_the_completion_redirect(db: TestDb) 
     assert_eq!(demo["education"], "University - Masters");
     drop(conn);
     assert_eq!(count(&app, "attention_checks"), 1);
-    // Shown and submitted timestamps for each of the 7 pages before the end.
+    // Shown and submitted timestamps for each of the 7 pages before the end (the consent
+    // page's "shown" is when its page was shown, carried by its visit id).
     assert!(count(&app, "page_events") >= 14);
     // After completion, the done page shows the code.
     let (done, path) = b.open("/s/flow");
@@ -233,8 +238,8 @@ fn the_cookie_resumes_after_closing_the_tab(db: TestDb) {
     let (_, again) = b.open("/s/cookie");
     assert_eq!(again, path);
     assert_eq!(count(&app, "participants"), 1);
-    // A different browser without the cookie is a new participant.
-    app.browser().open("/s/cookie");
+    // A different browser without the cookie is a new participant, once it consents.
+    walk_to(&app.browser(), "/s/cookie", "demographics");
     assert_eq!(count(&app, "participants"), 2);
 }
 
@@ -303,14 +308,27 @@ fn skipping_ahead_by_url_redirects_to_the_current_page(db: TestDb) {
     make_study(&app, "skip", |_| {});
     let b = app.browser();
     let (consent, path) = b.open("/s/skip");
-    assert!(path.ends_with("/consent"));
-    let r = b.get("/s/skip/feelings-imagined");
-    assert_eq!((r.status, r.location()), (303, Some("/s/skip/consent")));
-    let r = b.get("/s/skip/not-a-page");
-    assert_eq!((r.status, r.location()), (303, Some("/s/skip/consent")));
+    assert!(crate::helpers::page_name(&path) == "consent");
+    // Before consent there is no participant: any page leads back in through the link.
+    for page in ["feelings-imagined", "not-a-page"] {
+        let r = b.get(&format!("/s/skip/{page}"));
+        assert_eq!((r.status, r.location()), (303, Some("/s/skip")));
+    }
     let csrf = consent.csrf();
     let r = b.post("/s/skip/check", &[("csrf", &csrf), ("answer", "A little")]);
-    assert_eq!((r.status, r.location()), (303, Some("/s/skip/consent")));
+    assert_eq!((r.status, r.location()), (303, Some("/s/skip")));
+    // After consent, the participant's current page.
+    let (_, path) = walk_to(&b, "/s/skip", "demographics");
+    for page in ["feelings-imagined", "not-a-page", "consent"] {
+        let r = b.get(&format!("/s/skip/{page}"));
+        assert_eq!(
+            (r.status, r.location()),
+            (303, Some(path.as_str())),
+            "{page}"
+        );
+    }
+    let r = b.post("/s/skip/check", &[("csrf", &csrf), ("answer", "A little")]);
+    assert_eq!((r.status, r.location()), (303, Some(path.as_str())));
     assert_eq!(count(&app, "attention_checks"), 0);
 }
 
@@ -359,7 +377,11 @@ fn declining_consent_ends_with_no_consent_and_stores_nothing(db: TestDb) {
     make_study(&app, "decline", |_| {});
     let b = app.browser();
     let (consent, path) = b.open(&format!("/s/decline?PROLIFIC_PID={PID}"));
-    let r = b.post(&path, &[("csrf", &consent.csrf()), ("consent", "no")]);
+    let mut form = crate::helpers::hidden_fields(&consent.body);
+    form.push(("csrf".into(), consent.csrf()));
+    form.push(("consent".into(), "no".into()));
+    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = b.post(&path, &fields);
     assert_eq!(r.status, 303);
     assert_eq!(
         r.location(),
