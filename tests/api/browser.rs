@@ -268,6 +268,18 @@ impl Chrome {
     /// Waits until the browser shows `path` (after a click that navigates) with its document
     /// loaded.
     #[track_caller]
+    /// Waits until the page shows `text` (a form posted back to its own URL: the URL alone
+    /// does not say the answer has arrived).
+    fn wait_for_text(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !(self.source().contains(text)
+            && self.exec("return document.readyState", json!([])) == "complete")
+        {
+            assert!(Instant::now() < deadline, "the page never showed {text:?}");
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
     fn wait_for(&self, base: &str, path: &str) {
         let want = format!("{base}{path}");
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -1037,13 +1049,13 @@ fn a_real_browser_invites_and_the_invitee_sets_a_password(db: TestDb) {
     fill(c, "password2", "short");
     c.click(&c.css("form button[type='submit']"));
     c.wait_for(&base, &path);
-    assert!(c.source().contains("at least 10 characters"));
+    c.wait_for_text("at least 10 characters");
     check_accounts_page(&mut audit, "invitation accept with error", true);
     fill(c, "password", "a sturdy new passphrase");
     fill(c, "password2", "a sturdy new passphrase");
     c.click(&c.css("form button[type='submit']"));
     c.wait_for(&base, &path);
-    assert!(c.source().contains("Your account is ready"));
+    c.wait_for_text("Your account is ready");
     check_accounts_page(&mut audit, "invitation accepted", true);
     c.goto(&link);
     c.wait_for(&base, &path);
