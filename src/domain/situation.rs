@@ -261,20 +261,20 @@ fn parse_csv(content: &str) -> Result<SituationFile, ImportError> {
     let has = |wanted: &str| names.iter().any(|name| name.eq_ignore_ascii_case(wanted));
 
     if has("key") && has("text") {
-        return parse_tidy(&names, records);
+        return parse_tidy(&names, records, content);
     }
     if is_doc_header(&names) {
         return parse_doc(&names, records);
     }
     if !names.is_empty() && names.iter().all(|name| split_wide_column(name).is_some()) {
-        return parse_wide(&names, records);
+        return parse_wide(&names, records, content);
     }
     // Probably a tidy file with a column missing: naming it helps more than "unknown format".
     if ["key", "text", "emotion", "factor", "factor_name"]
         .iter()
         .any(|name| has(name))
     {
-        return parse_tidy(&names, records);
+        return parse_tidy(&names, records, content);
     }
     Err(ImportError::new(
         "line 1",
@@ -284,8 +284,43 @@ fn parse_csv(content: &str) -> Result<SituationFile, ImportError> {
     ))
 }
 
-fn record_line(record: &csv::StringRecord) -> u64 {
-    record.position().map_or(0, csv::Position::line)
+/// The line each record starts on, counted from the content. The csv crate's own line is one
+/// short for every record after a CRLF (it takes the position before the LF), and spreadsheets
+/// on Windows write CRLF. Records are asked for in order, so counting is incremental.
+struct Lines<'c> {
+    content: &'c [u8],
+    byte: usize,
+    line: u64,
+}
+
+impl<'c> Lines<'c> {
+    fn new(content: &'c str) -> Self {
+        Lines {
+            content: content.as_bytes(),
+            byte: 0,
+            line: 1,
+        }
+    }
+
+    fn of(&mut self, record: &csv::StringRecord) -> u64 {
+        let Some(pos) = record.position() else {
+            return 0;
+        };
+        let mut start = usize::try_from(pos.byte()).unwrap_or(usize::MAX);
+        if self.content.get(start) == Some(&b'\n') {
+            start += 1;
+        }
+        let start = start.min(self.content.len());
+        if start >= self.byte {
+            let skipped = self.content[self.byte..start]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            self.line += skipped as u64;
+            self.byte = start;
+        }
+        self.line
+    }
 }
 
 fn csv_error(err: csv::Error) -> ImportError {
@@ -315,7 +350,12 @@ struct WideColumn<'h> {
     ended_at: Option<u64>,
 }
 
-fn parse_wide(names: &[String], mut records: Records<'_>) -> Result<SituationFile, ImportError> {
+fn parse_wide(
+    names: &[String],
+    mut records: Records<'_>,
+    content: &str,
+) -> Result<SituationFile, ImportError> {
+    let mut lines = Lines::new(content);
     let mut columns: Vec<WideColumn<'_>> = Vec::with_capacity(names.len());
     for name in names {
         let location = format!("line 1, column {name:?}");
@@ -358,7 +398,7 @@ fn parse_wide(names: &[String], mut records: Records<'_>) -> Result<SituationFil
         }
         Some(record) => record.map_err(csv_error)?,
     };
-    let line = record_line(&factor_row);
+    let line = lines.of(&factor_row);
     check_row_width(&factor_row, columns.len(), line)?;
     for (i, column) in columns.iter_mut().enumerate() {
         let factor_name = factor_row.get(i).unwrap_or("").trim();
@@ -373,7 +413,7 @@ fn parse_wide(names: &[String], mut records: Records<'_>) -> Result<SituationFil
 
     for record in records {
         let record = record.map_err(csv_error)?;
-        let line = record_line(&record);
+        let line = lines.of(&record);
         check_row_width(&record, columns.len(), line)?;
         for (i, column) in columns.iter_mut().enumerate() {
             let text = record.get(i).unwrap_or("").trim();
@@ -519,13 +559,18 @@ fn index_cell(
     })
 }
 
-fn parse_tidy(names: &[String], records: Records<'_>) -> Result<SituationFile, ImportError> {
+fn parse_tidy(
+    names: &[String],
+    records: Records<'_>,
+    content: &str,
+) -> Result<SituationFile, ImportError> {
+    let mut lines = Lines::new(content);
     let cols = find_tidy_columns(names)?;
     let mut placer = TidyPlacer::default();
     let mut situations = Vec::new();
     for record in records {
         let record = record.map_err(csv_error)?;
-        let line = record_line(&record);
+        let line = lines.of(&record);
         // Spreadsheet exports often end with rows of empty cells.
         if record.iter().all(|cell| cell.trim().is_empty()) {
             continue;
@@ -980,8 +1025,7 @@ fn parse_doc(names: &[String], mut records: Records<'_>) -> Result<SituationFile
         }
         Some(record) => record.map_err(csv_error)?,
     };
-    // The header's cells are all checked names without line breaks, so the prompts are line 2
-    // (the csv crate's own line is one short after a CRLF, which doc.csv uses).
+    // The header's cells are all checked names without line breaks: the prompts are line 2.
     let line = 2;
     check_row_width(&row, names.len(), line)?;
     let mut situations: Vec<Situation> = Vec::new();
@@ -1465,6 +1509,25 @@ mod tests {
         assert_eq!(canonical_emotion("Angry"), None);
         assert_eq!(canonical_emotion(" Anger"), None);
         assert_eq!(SituationFormat::TidyCsv.as_str(), "tidy CSV");
+    }
+
+    #[test]
+    fn crlf_files_report_the_line_of_the_file() {
+        rejects(
+            "key,emotion,factor,text\r\nA-1,Anger,f,t\r\nA-2,Rage,f,t\r\n",
+            "line 3, column",
+            "unknown emotion",
+        );
+        rejects(
+            "Anger-0,Fear-0\r\nF1,F2\r\na,\r\n,b\r\n",
+            "line 4",
+            "gap in the column",
+        );
+        rejects(
+            "key,emotion,factor,text\r\n\"A-1\",Anger,\"two\r\nlines\",t\r\nA-2,Rage,f,t\r\n",
+            "line 4, column",
+            "unknown emotion",
+        );
     }
 
     // doc.csv ---------------------------------------------------------------------------------
