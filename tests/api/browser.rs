@@ -299,6 +299,19 @@ impl Chrome {
     }
 }
 
+impl Chrome {
+    /// Waits until the page shows `text`: after a form that posts to its own address,
+    /// [`Chrome::wait_for`] returns before the answer has replaced the page.
+    #[track_caller]
+    fn wait_for_text(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.source().contains(text) {
+            assert!(Instant::now() < deadline, "the page never showed {text:?}");
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
 impl Drop for Chrome {
     fn drop(&mut self) {
         if !self.session.is_empty() {
@@ -1103,9 +1116,9 @@ fn export_id_of(app: &crate::helpers::TestApp, pid: &str) -> String {
 
 /// An admin, in a real Chromium at 360 and at 1280 px, signs in and goes through the study
 /// pages: the list, the new-study form with its checklist, a draft's monitor, the refusal to
-/// open it, the edit form, an open study's monitor with its links, the duplicate and import
-/// forms, and a participant's deletion (confirmation, result, no such participant). axe-core:
-/// 0 serious or critical violations on each.
+/// open it, the edit form, an open study's monitor with its links, the duplicate form and the
+/// copy it makes, the import form, and a participant's deletion (confirmation, result, no such
+/// participant). axe-core: 0 serious or critical violations on each.
 fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
     let Some(axe) = axe_source() else { return };
     let backend = match db.backend {
@@ -1175,6 +1188,14 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
         check(&mut audit, "open monitor");
         c.goto(&format!("{base}/admin/studies/walk/duplicate"));
         check(&mut audit, "duplicate form");
+        c.exec(
+            "document.getElementById('slug').value = 'walk-copy-' + arguments[0];",
+            json!([w]),
+        );
+        c.click(&c.xpath("//button[contains(., 'Create the copy')]"));
+        c.wait_for(&base, &format!("/admin/studies/walk-copy-{w}"));
+        assert!(c.source().contains("draft"));
+        check(&mut audit, "duplicated study");
         c.goto(&format!("{base}/admin/studies/import"));
         check(&mut audit, "import form");
         let who = export_id_of(&app, &pid);
@@ -1194,7 +1215,7 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
         pages += audit.pages.len();
         failures.extend(audit.failures);
     }
-    assert_eq!(pages, 22);
+    assert_eq!(pages, 24);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
