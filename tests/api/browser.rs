@@ -299,19 +299,6 @@ impl Chrome {
     }
 }
 
-impl Chrome {
-    /// Waits until the page shows `text`: after a form that posts to its own address,
-    /// [`Chrome::wait_for`] returns before the answer has replaced the page.
-    #[track_caller]
-    fn wait_for_text(&self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.source().contains(text) {
-            assert!(Instant::now() < deadline, "the page never showed {text:?}");
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-}
-
 impl Drop for Chrome {
     fn drop(&mut self) {
         if !self.session.is_empty() {
