@@ -429,6 +429,26 @@ pub fn hidden_fields(body: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A visitor's consent form from its page: its hidden fields, its CSRF token (or `csrf`), and
+/// the answer (`yes` or `no`).
+pub fn consent_form(page: &Reply, csrf: Option<&str>, answer: &str) -> Vec<(String, String)> {
+    let mut form = hidden_fields(&page.body);
+    form.push((
+        "csrf".into(),
+        csrf.map_or_else(|| page.csrf(), str::to_owned),
+    ));
+    form.push(("consent".into(), answer.into()));
+    form
+}
+
+/// `(k, v)` pairs as the borrowed fields `Browser::post` takes.
+pub fn fields(owned: &[(String, String)]) -> Vec<(&str, &str)> {
+    owned
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
 /// The survey page a path names (the consent page's URL may carry the link's ids on).
 pub fn page_name(path: &str) -> &str {
     let bare = path.split('?').next().unwrap_or(path);

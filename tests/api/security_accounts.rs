@@ -452,27 +452,20 @@ fn a_planted_csrf_cookie_is_refused_on_login_and_survey_posts(db: TestDb) {
     let b = app.browser();
     let (consent, path) = b.open(&format!("/s/planted?PROLIFIC_PID={PID}"));
     assert!(crate::helpers::page_name(&path) == "consent", "{path}");
-    let hidden = crate::helpers::hidden_fields(&consent.body);
-    let form = |csrf: &str| -> Vec<(String, String)> {
-        let mut f = hidden.clone();
-        f.push(("csrf".into(), csrf.into()));
-        f.push(("consent".into(), "yes".into()));
-        f
-    };
     let attacker = app.browser();
+    // The consent form posted by hand with the double-submit cookie `token`.
+    let post_consent = |token: &str| {
+        let form = crate::helpers::consent_form(&consent, Some(token), "yes");
+        post_with(
+            &attacker.agent,
+            &attacker.url(&path),
+            &[("Cookie", &format!("eb_csrf={token}"))],
+            &crate::helpers::fields(&form),
+        )
+    };
     // The consent answer (which makes the participant) with a planted token: refused,
     // nothing made.
-    let planted_form = form(&planted);
-    let fields: Vec<(&str, &str)> = planted_form
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let r = post_with(
-        &attacker.agent,
-        &attacker.url(&path),
-        &[("Cookie", &format!("eb_csrf={planted}"))],
-        &fields,
-    );
+    let r = post_consent(&planted);
     assert_eq!(r.status, 403, "consent with a planted cookie: {}", r.body);
     let pool = app.pool();
     let mut conn = pool.get().unwrap();
@@ -484,18 +477,7 @@ fn a_planted_csrf_cookie_is_refused_on_login_and_survey_posts(db: TestDb) {
     );
     drop(conn);
     // The participant's own token, in the same hand-made request, passes.
-    let own = consent.csrf();
-    let own_form = form(&own);
-    let fields: Vec<(&str, &str)> = own_form
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let r = post_with(
-        &attacker.agent,
-        &attacker.url(&path),
-        &[("Cookie", &format!("eb_csrf={own}"))],
-        &fields,
-    );
+    let r = post_consent(&consent.csrf());
     assert_eq!(r.status, 303, "{}", r.body);
     let mut conn = pool.get().unwrap();
     let p = participants::by_pid(&mut conn, study.id, PID)

@@ -190,10 +190,8 @@ fn opening_the_link_stores_nothing_only_the_consent_answer_makes_a_participant(d
     // One person agrees, tapping the button twice (the same form sent twice).
     let b = app.browser();
     let (page, path) = b.open(&format!("/s/door?PROLIFIC_PID={A}"));
-    let mut form = crate::helpers::hidden_fields(&page.body);
-    form.push(("csrf".into(), page.csrf()));
-    form.push(("consent".into(), "yes".into()));
-    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let form = crate::helpers::consent_form(&page, None, "yes");
+    let fields = crate::helpers::fields(&form);
     let first = b.post(&path, &fields);
     let second = b.post(&path, &fields);
     assert_eq!(first.status, 303, "{}", first.body);
@@ -209,10 +207,8 @@ fn opening_the_link_stores_nothing_only_the_consent_answer_makes_a_participant(d
     // Another declines: a row that says so, not an active one.
     let b = app.browser();
     let (page, path) = b.open(&format!("/s/door?PROLIFIC_PID={B}"));
-    let mut form = crate::helpers::hidden_fields(&page.body);
-    form.push(("csrf".into(), page.csrf()));
-    form.push(("consent".into(), "no".into()));
-    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let form = crate::helpers::consent_form(&page, None, "no");
+    let fields = crate::helpers::fields(&form);
     assert_eq!(b.post(&path, &fields).status, 303);
     assert_eq!(participant_count(&app, "door"), (2, 1));
     assert_eq!(
@@ -246,9 +242,7 @@ fn new_participants_per_address_are_limited(db: TestDb) {
     let consent_from = |forwarded: &str| {
         let b = app.browser();
         let (page, path) = b.open("/s/limited");
-        let mut form = crate::helpers::hidden_fields(&page.body);
-        form.push(("csrf".into(), page.csrf()));
-        form.push(("consent".into(), "yes".into()));
+        let form = crate::helpers::consent_form(&page, None, "yes");
         let r = b
             .agent
             .post(b.url(&path))

@@ -377,10 +377,8 @@ fn declining_consent_ends_with_no_consent_and_stores_nothing(db: TestDb) {
     make_study(&app, "decline", |_| {});
     let b = app.browser();
     let (consent, path) = b.open(&format!("/s/decline?PROLIFIC_PID={PID}"));
-    let mut form = crate::helpers::hidden_fields(&consent.body);
-    form.push(("csrf".into(), consent.csrf()));
-    form.push(("consent".into(), "no".into()));
-    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let form = crate::helpers::consent_form(&consent, None, "no");
+    let fields = crate::helpers::fields(&form);
     let r = b.post(&path, &fields);
     assert_eq!(r.status, 303);
     assert_eq!(

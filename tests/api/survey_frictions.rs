@@ -27,10 +27,8 @@ fn there_is_no_withdraw_link_before_consent_and_no_full_bar_after_leaving(db: Te
     );
 
     // Declined: no progress bar.
-    let mut form = crate::helpers::hidden_fields(&consent.body);
-    form.push(("csrf".into(), consent.csrf()));
-    form.push(("consent".into(), "no".into()));
-    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let form = crate::helpers::consent_form(&consent, None, "no");
+    let fields = crate::helpers::fields(&form);
     let r = b.post(&path, &fields);
     assert_eq!(r.status, 303);
     let (declined, _) = b.open("/s/fr");
