@@ -1207,3 +1207,79 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
 }
 
 on_both_backends!(the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop);
+
+fn sign_in(c: &Chrome, base: &str, email: &str, password: &str) {
+    c.goto(&format!("{base}/admin/login"));
+    c.wait_for(base, "/admin/login");
+    fill(c, "email", email);
+    fill(c, "password", password);
+    c.click(&c.css("form[action='/admin/login'] button[type='submit']"));
+    c.wait_for(base, "/admin");
+}
+
+/// The admin pages the other walks do not reach: model runs (list, new-run form, one run), the
+/// providers, the audit log, a study's report and its deletion form, at 360 and 1280 px; axe
+/// 0 serious or critical on each.
+fn the_other_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let backend = match db.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let app = spawn_app(db);
+    let run = {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::app::demo::generate_study(&mut conn, "seen", 60, 7).unwrap();
+        emotionbench::app::demo::generate_model_runs(&mut conn, "seen", 2, 120, 7).unwrap();
+        schema::model_runs::table
+            .select(schema::model_runs::id)
+            .order(schema::model_runs::id)
+            .first::<i64>(&mut conn)
+            .unwrap()
+    };
+    crate::admin::add_user(
+        &app,
+        "runs@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    let base = app.base.clone();
+    let mut failures = Vec::new();
+    let mut pages = 0;
+    for viewport in [(360, 740), (1280, 800)] {
+        let Some(chrome) = Chrome::start_at(viewport) else {
+            return;
+        };
+        let c = &chrome;
+        let mut audit = Audit {
+            chrome: c,
+            axe: axe.clone(),
+            backend,
+            pages: Vec::new(),
+            failures: Vec::new(),
+            minor: Vec::new(),
+        };
+        sign_in(c, &base, "runs@example.org", crate::admin::PASSWORD);
+        for (name, path) in [
+            ("runs", "/admin/runs".to_owned()),
+            ("new run", "/admin/runs/new".to_owned()),
+            ("run", format!("/admin/runs/{run}")),
+            ("providers", "/admin/providers".to_owned()),
+            ("audit log", "/admin/audit".to_owned()),
+            ("report", "/admin/studies/seen/report".to_owned()),
+            ("delete study", "/admin/studies/seen/delete".to_owned()),
+        ] {
+            c.goto(&format!("{base}{path}"));
+            c.wait_for(&base, &path);
+            let source = c.source();
+            assert!(!source.contains("Page not found"), "{path}: {source}");
+            audit.check_with(&format!("admin {name}"), ADMIN_LAYOUT);
+        }
+        pages += audit.pages.len();
+        failures.extend(audit.failures);
+    }
+    assert_eq!(pages, 14);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+on_both_backends!(the_other_admin_pages_pass_axe_on_a_phone_and_a_desktop);
