@@ -3,7 +3,9 @@
 pub mod account;
 pub mod archive;
 pub mod assignment;
+pub mod bootstrap;
 pub mod demo;
+pub mod distance;
 pub mod error;
 pub mod humans;
 pub mod instrument;
@@ -11,6 +13,7 @@ pub mod measure;
 pub mod model_results;
 pub mod parse;
 pub mod prompt;
+pub mod psychometrics;
 pub mod rate;
 pub mod report;
 pub mod run;

@@ -1,0 +1,137 @@
+"""Reference values for the statistics in src/domain/{psychometrics,distance,bootstrap}.rs (#16).
+
+The Rust unit tests hard-code the same small datasets as below and pin the values this script
+prints, so every statistic is checked against an independent computation (pingouin, scipy,
+numpy). Run it with:
+
+    python3 -m venv /tmp/st && /tmp/st/bin/pip install scipy pingouin numpy
+    /tmp/st/bin/python tools/stats_reference.py
+
+Keep the arrays here and in the Rust tests identical; when one changes, rerun and re-pin.
+"""
+
+import numpy as np
+import pandas as pd
+import pingouin as pg
+from scipy import optimize
+from scipy.spatial.distance import jensenshannon
+from scipy.stats import wasserstein_distance
+
+NAN = np.nan
+
+# --- Cronbach's alpha -------------------------------------------------------------------------
+# 10 respondents x 3 items (a common pingouin example).
+ALPHA_SMALL = [
+    [1, 1, 1], [2, 1, 1], [2, 1, 2], [3, 2, 1], [2, 3, 2],
+    [2, 3, 3], [3, 2, 3], [3, 3, 3], [2, 3, 2], [3, 3, 3],
+]
+# 12 respondents x 5 items on a 1..5 scale; also used for omega.
+ITEMS_12x5 = [
+    [3, 5, 4, 3, 4], [2, 2, 3, 2, 1], [4, 3, 3, 4, 3], [5, 4, 5, 5, 4],
+    [1, 2, 1, 2, 2], [3, 4, 3, 3, 4], [4, 4, 5, 3, 3], [3, 3, 2, 2, 3],
+    [5, 5, 4, 4, 5], [3, 2, 3, 3, 2], [1, 1, 2, 1, 2], [4, 3, 4, 5, 4],
+]
+# Item 0 of this one is almost the total: its one-factor loading exceeds 1 (a Heywood case),
+# so omega is refused.
+HEYWOOD = [
+    [4, 5, 4, 3, 4], [2, 2, 3, 2, 1], [3, 3, 3, 4, 3], [5, 4, 5, 5, 4],
+    [1, 2, 1, 2, 2], [3, 4, 3, 3, 4], [4, 4, 5, 3, 3], [2, 3, 2, 2, 3],
+    [5, 5, 4, 4, 5], [3, 2, 3, 3, 2], [1, 1, 2, 1, 2], [4, 3, 4, 5, 4],
+]
+# The same with missing answers: rows 1, 4 and 9 (0-based) are dropped listwise.
+ITEMS_MISSING = [list(r) for r in ITEMS_12x5]
+ITEMS_MISSING[1][2] = NAN
+ITEMS_MISSING[4][0] = NAN
+ITEMS_MISSING[9][4] = NAN
+
+
+def alpha(rows):
+    df = pd.DataFrame(rows, dtype=float)
+    return float(pg.cronbach_alpha(data=df, nan_policy="listwise")[0])
+
+
+# --- McDonald's omega (one factor, iterated principal axis) -----------------------------------
+def omega_pa(rows, tol=1e-12, max_iter=10_000):
+    """Iterated principal-axis one-factor fit, exactly as the Rust code (start: communalities 1)."""
+    x = np.asarray(rows, dtype=float)
+    r = np.corrcoef(x, rowvar=False)
+    h = np.ones(r.shape[0])
+    for _ in range(max_iter):
+        rs = r.copy()
+        np.fill_diagonal(rs, h)
+        w, v = np.linalg.eigh(rs)
+        lam = np.sqrt(w[-1]) * v[:, -1]
+        if lam.sum() < 0:
+            lam = -lam
+        h_new = lam**2
+        done = np.max(np.abs(h_new - h)) < tol
+        h = h_new
+        if done:
+            break
+    s = lam.sum()
+    return float(s * s / (s * s + np.sum(1 - lam**2))), lam
+
+
+def omega_minres(rows):
+    """Independent check: minimize the off-diagonal residuals (minres/ULS) with scipy."""
+    x = np.asarray(rows, dtype=float)
+    r = np.corrcoef(x, rowvar=False)
+    k = r.shape[0]
+    iu = np.triu_indices(k, 1)
+
+    def resid(lam):
+        return (r - np.outer(lam, lam))[iu]
+
+    fit = optimize.least_squares(resid, np.full(k, 0.7), xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    lam = fit.x if fit.x.sum() >= 0 else -fit.x
+    s = lam.sum()
+    return float(s * s / (s * s + np.sum(1 - lam**2)))
+
+
+# --- distances -------------------------------------------------------------------------------
+W_U = [1, 2, 2, 3, 4, 5, 5, 5]
+W_V = [1, 1, 2, 2, 2, 3, 3, 4, 5]
+W_A = [0.5, 3.25, -1.0]
+W_B = [2.0]
+JS_P = [3, 0, 5, 2, 0]
+JS_Q = [1, 4, 4, 0, 1]
+JS_R = [10, 20, 30]
+JS_S = [0.2, 0.5, 0.3]
+
+# --- bootstrap -------------------------------------------------------------------------------
+BOOT = [
+    3.1, 2.4, 4.0, 3.6, 2.9, 3.3, 4.4, 2.2, 3.0, 3.8,
+    3.5, 2.7, 3.9, 3.2, 2.6, 4.1, 3.4, 2.8, 3.7, 3.0,
+]
+
+
+def boot_mean_ci(x, b=20_000, seed=16):
+    x = np.asarray(x)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(b, len(x)))
+    means = x[idx].mean(axis=1)
+    return np.percentile(means, [2.5, 97.5])  # linear interpolation, as the Rust code
+
+
+def main():
+    print(f"alpha small       = {alpha(ALPHA_SMALL)!r}")
+    print(f"alpha 12x5        = {alpha(ITEMS_12x5)!r}")
+    print(f"alpha missing     = {alpha(ITEMS_MISSING)!r}")
+    om, lam = omega_pa(ITEMS_12x5)
+    print(f"omega 12x5 (PA)   = {om!r}")
+    print(f"  loadings        = {lam.tolist()!r}")
+    print(f"omega 12x5 minres = {omega_minres(ITEMS_12x5)!r}  (scipy least_squares cross-check)")
+    om_s, _ = omega_pa(ALPHA_SMALL)
+    print(f"omega small (PA)  = {om_s!r}  minres {omega_minres(ALPHA_SMALL)!r}")
+    print(f"HEYWOOD max loading = {float(omega_pa(HEYWOOD)[1].max())!r}  (> 1: refused)")
+    print(f"W1(U, V)          = {float(wasserstein_distance(W_U, W_V))!r}")
+    print(f"W1(A, B)          = {float(wasserstein_distance(W_A, W_B))!r}")
+    print(f"JS(P, Q) base 2   = {float(jensenshannon(JS_P, JS_Q, base=2))!r}")
+    print(f"JS(R, S) base 2   = {float(jensenshannon(JS_R, JS_S, base=2))!r}")
+    print(f"JS(P, P) base 2   = {float(jensenshannon(JS_P, JS_P, base=2))!r}")
+    print(f"bootstrap mean CI = {boot_mean_ci(BOOT).tolist()!r}  (numpy, B=20000, seed 16)")
+    print(f"mean(BOOT)        = {float(np.mean(BOOT))!r}")
+
+
+if __name__ == "__main__":
+    main()
