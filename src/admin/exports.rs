@@ -13,7 +13,10 @@ use tokio::sync::mpsc;
 use super::{Researcher, actor};
 use crate::app::exports::{self, ExportKind};
 use crate::export::Cells;
-use crate::store::{cohorts::StatusFilter, studies};
+use crate::store::{
+    cohorts::{Selection, StatusFilter},
+    studies,
+};
 use crate::web::error::AppError;
 use crate::web::state::AppState;
 
@@ -66,9 +69,11 @@ pub struct ExportQuery {
     status: Option<String>,
     /// `1`: text cells as stored, without formula neutralisation (for scripts).
     raw: Option<String>,
+    /// `1`: pilot participants too (left out by default).
+    pilot: Option<String>,
 }
 
-/// `GET /admin/studies/{study}/export/{long|wide|codebook}.csv[?status=completed|all][&raw=1]`
+/// `GET /admin/studies/{study}/export/{long|wide|codebook}.csv[?status=completed|all][&raw=1][&pilot=1]`
 pub async fn download(
     state: web::Data<AppState>,
     user: Researcher,
@@ -92,6 +97,15 @@ pub async fn download(
                 ));
             }
         },
+    };
+    let pilots = match query.pilot.as_deref() {
+        None | Some("" | "0" | "false") => false,
+        Some("1" | "true") => true,
+        Some(_) => return Err(AppError::BadRequest("pilot must be 1 or 0".into())),
+    };
+    let filter = Selection {
+        status: filter,
+        pilots,
     };
     let cells = match query.raw.as_deref() {
         None | Some("" | "0" | "false") => Cells::Neutralised,

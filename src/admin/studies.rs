@@ -432,6 +432,8 @@ struct MonitorPage {
     /// The absolute participant link, and the same with Prolific's placeholders.
     participant_url: String,
     prolific_url: String,
+    /// The study's pilot link (issue #13, point 4).
+    pilot_url: String,
     error: Option<String>,
 }
 
@@ -459,8 +461,10 @@ async fn monitor_page(
         "{participant_url}?{}={{{{%PROLIFIC_PID%}}}}&{}={{{{%STUDY_ID%}}}}&{}={{{{%SESSION_ID%}}}}",
         study.pid_param, study.study_id_param, study.session_id_param
     );
+    let pilot_url = format!("{participant_url}/pilot/{}", state.pilot_token(study.id));
     Ok(MonitorPage {
         nav,
+        pilot_url,
         checklist: study.launch_checklist(app::studies::today()),
         study,
         monitor,
@@ -612,4 +616,23 @@ pub async fn delete_participant(
         deleted: found.is_some(),
         found,
     })
+}
+
+/// `POST /admin/studies/{study}/pilots/delete`: deletes the study's pilot participants
+/// (audited), back to the study page.
+pub async fn delete_pilots(
+    state: web::Data<AppState>,
+    admin: Admin,
+    slug: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    csrf::check_session(&admin.session().csrf_token, &form)?;
+    let study = load_study(&state, &slug).await?;
+    let who = actor(admin.session());
+    let (id, slug2) = (study.id, study.slug.clone());
+    state
+        .db(move |conn| Ok(app::studies::delete_pilots(conn, id, &slug2, &who)))
+        .await??;
+    state.forget_study(&study.slug);
+    Ok(see_other(&format!("/admin/studies/{}", study.slug)))
 }

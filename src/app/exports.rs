@@ -36,7 +36,7 @@ pub fn export(
     conn: &mut DbConnection,
     slug: &str,
     kind: ExportKind,
-    filter: store::cohorts::StatusFilter,
+    filter: store::cohorts::Selection,
     cells: crate::export::Cells,
     actor: &audit::Actor,
     out: impl std::io::Write,

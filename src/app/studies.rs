@@ -335,6 +335,26 @@ pub fn delete_participant(
     })
 }
 
+/// Deletes a study's pilot participants (made through its pilot link), audited with how many.
+pub fn delete_pilots(
+    conn: &mut DbConnection,
+    id: StudyId,
+    slug: &str,
+    actor: &audit::Actor,
+) -> Result<usize> {
+    conn.write_transaction(|conn| {
+        let n = participants::delete_pilots(conn, id)?;
+        audit::record(
+            conn,
+            actor,
+            "participant.delete-pilots",
+            Some(slug),
+            Some(&serde_json::json!({ "pilot_participants": n })),
+        )?;
+        Ok(n)
+    })
+}
+
 /// Deletes the participant data of every study whose retention date has passed (the studies
 /// stay, closed) and records each. Returns (study, participants deleted).
 pub fn apply_retention(

@@ -272,7 +272,7 @@ fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()
             emotionbench::export::write_long(
                 &mut conn,
                 study,
-                store::cohorts::StatusFilter::Completed,
+                store::cohorts::StatusFilter::Completed.into(),
                 emotionbench::export::Cells::Neutralised,
                 file,
             )?
@@ -280,7 +280,7 @@ fn bench_export(participants: usize, output: Option<&Path>) -> anyhow::Result<()
         None => emotionbench::export::write_long(
             &mut conn,
             study,
-            store::cohorts::StatusFilter::Completed,
+            store::cohorts::StatusFilter::Completed.into(),
             emotionbench::export::Cells::Neutralised,
             std::io::sink(),
         )?,

@@ -9,7 +9,7 @@ use emotionbench::export::finetune::FinetuneFormat;
 use emotionbench::export::{Cells, ExportStats};
 use emotionbench::store::DbConnection;
 use emotionbench::store::audit::Actor;
-use emotionbench::store::cohorts::StatusFilter;
+use emotionbench::store::cohorts::{Selection, StatusFilter};
 
 use emotionbench::Settings;
 
@@ -24,6 +24,9 @@ pub struct ExportArgs {
     /// Which participants: completed ones (default) or everyone.
     #[arg(long, value_enum, default_value_t = StatusFilter::Completed)]
     status: StatusFilter,
+    /// Include pilot participants (made through the study's pilot link; left out by default).
+    #[arg(long)]
+    include_pilot: bool,
     /// finetune: which side of the split.
     #[arg(long, value_enum, default_value_t = Side::Train)]
     split: Side,
@@ -68,7 +71,10 @@ pub fn run(settings: &Settings, args: ExportArgs) -> anyhow::Result<()> {
                 &mut conn,
                 &args.study,
                 args.what,
-                args.status,
+                Selection {
+                    status: args.status,
+                    pilots: args.include_pilot,
+                },
                 Cells::raw_if(args.raw_cells),
                 &Actor::Cli,
                 out,
@@ -99,7 +105,10 @@ fn to_file(conn: &mut DbConnection, args: &ExportArgs, path: &Path) -> anyhow::R
         conn,
         &args.study,
         args.what,
-        args.status,
+        Selection {
+            status: args.status,
+            pilots: args.include_pilot,
+        },
         Cells::raw_if(args.raw_cells),
         &Actor::Cli,
         &mut out,

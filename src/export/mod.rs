@@ -23,7 +23,7 @@ pub use cells::Cells;
 
 use crate::domain::instrument::{Convention, Instrument};
 use crate::domain::measure::Measure;
-use crate::store::cohorts::{self, ExportParticipant, StatusFilter};
+use crate::store::cohorts::{self, ExportParticipant, Selection};
 use crate::store::studies::Study;
 use crate::store::{self, DbConnection, ParticipantId, SituationId, StoreError, StudyId};
 
@@ -476,7 +476,7 @@ fn situation(ctx: &Context, p: &ExportParticipant) -> [String; 4] {
 fn for_each_page(
     conn: &mut DbConnection,
     study: StudyId,
-    filter: StatusFilter,
+    filter: Selection,
     mut f: impl FnMut(
         &mut DbConnection,
         &[ExportParticipant],
@@ -500,7 +500,7 @@ fn for_each_page(
 pub fn write_long<W: Write>(
     conn: &mut DbConnection,
     study: StudyId,
-    filter: StatusFilter,
+    filter: Selection,
     cells: Cells,
     out: W,
 ) -> Result<ExportStats, ExportError> {
@@ -567,7 +567,7 @@ pub fn write_long<W: Write>(
 pub fn write_wide<W: Write>(
     conn: &mut DbConnection,
     study: StudyId,
-    filter: StatusFilter,
+    filter: Selection,
     cells: Cells,
     out: W,
 ) -> Result<ExportStats, ExportError> {

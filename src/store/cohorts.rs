@@ -132,6 +132,23 @@ pub enum StatusFilter {
     All,
 }
 
+/// Which participants an export includes: by status, and whether pilot participants (the
+/// study's preview link, issue #13 point 4) are in; they are not unless asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selection {
+    pub status: StatusFilter,
+    pub pilots: bool,
+}
+
+impl From<StatusFilter> for Selection {
+    fn from(status: StatusFilter) -> Self {
+        Selection {
+            status,
+            pilots: false,
+        }
+    }
+}
+
 /// A participant as exported.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = participants)]
@@ -159,7 +176,7 @@ pub struct ExportParticipant {
 pub fn page(
     conn: &mut DbConnection,
     study_id: StudyId,
-    filter: StatusFilter,
+    filter: Selection,
     after: ParticipantId,
     limit: i64,
 ) -> QueryResult<Vec<ExportParticipant>> {
@@ -167,8 +184,11 @@ pub fn page(
         .filter(participants::study_id.eq(study_id))
         .filter(participants::id.gt(after))
         .into_boxed();
-    if filter == StatusFilter::Completed {
+    if filter.status == StatusFilter::Completed {
         q = q.filter(participants::status.eq(ParticipantStatus::Completed));
+    }
+    if !filter.pilots {
+        q = q.filter(participants::pilot.eq(false));
     }
     q.order(participants::id)
         .limit(limit)
@@ -258,6 +278,7 @@ pub fn completed_strata(
         .left_join(situations::table)
         .filter(participants::study_id.eq(study_id))
         .filter(participants::status.eq(ParticipantStatus::Completed))
+        .filter(participants::pilot.eq(false))
         .order(participants::id)
         .select((participants::id, situations::key.nullable()))
         .load(conn)
@@ -309,6 +330,7 @@ pub fn split_members(
         .left_join(situations::table)
         .filter(participants::study_id.eq(study_id))
         .filter(participants::status.eq(ParticipantStatus::Completed))
+        .filter(participants::pilot.eq(false))
         .filter(participants::split.eq(side))
         .order(participants::id)
         .select((

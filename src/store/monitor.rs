@@ -21,6 +21,8 @@ pub struct StatusCounts {
     pub failed_check: i64,
     pub screened_out: i64,
     pub imported: i64,
+    /// Pilot participants (any status), counted in none of the above.
+    pub pilot: i64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -94,6 +96,8 @@ fn status_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<StatusCo
     let by_status: Vec<(ParticipantStatus, i64)> = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::page.ne(Page::Consent))
+        // Pilots count nowhere but in their own line (issue #13, point 4).
+        .filter(participants::pilot.eq(false))
         .group_by(participants::status)
         .select((participants::status, diesel::dsl::count_star()))
         .load(conn)
@@ -115,6 +119,11 @@ fn status_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<StatusCo
     counts.imported = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::imported.eq(true))
+        .count()
+        .get_result(conn)?;
+    counts.pilot = participants::table
+        .filter(participants::study_id.eq(study.id))
+        .filter(participants::pilot.eq(true))
         .count()
         .get_result(conn)?;
     Ok(counts)
@@ -190,6 +199,7 @@ fn median_seconds(conn: &mut DbConnection, study: &Study) -> QueryResult<Option<
         .filter(participants::completed_at.is_not_null())
         .filter(participants::status.eq(ParticipantStatus::Completed))
         .filter(participants::imported.eq(false))
+        .filter(participants::pilot.eq(false))
         .order(participants::completed_at.desc())
         .limit(MEDIAN_OF_LATEST)
         .select((participants::created_at, participants::completed_at))
@@ -216,6 +226,7 @@ enum Flag {
 fn flag_count(conn: &mut DbConnection, study: &Study, which: Flag) -> QueryResult<i64> {
     let q = participants::table
         .filter(participants::study_id.eq(study.id))
+        .filter(participants::pilot.eq(false))
         .into_boxed();
     let q = match which {
         Flag::Straightline => q.filter(participants::flag_straightline.eq(true)),
@@ -233,6 +244,7 @@ fn latest_completions(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec
         .filter(participants::completed_at.is_not_null())
         .filter(participants::status.eq(ParticipantStatus::Completed))
         .filter(participants::imported.eq(false))
+        .filter(participants::pilot.eq(false))
         .order(participants::completed_at.desc())
         .limit(10)
         .select((

@@ -48,6 +48,8 @@ pub struct Participant {
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
     pub completed_at: Option<NaiveDateTime>,
+    /// Made through the study's pilot link: runs the real pages, counts nowhere.
+    pub pilot: bool,
 }
 
 impl Participant {
@@ -77,6 +79,8 @@ pub struct Arrival {
     pub prolific_study_id: Option<String>,
     pub prolific_session_id: Option<String>,
     pub user_agent: Option<String>,
+    /// Came through the study's pilot link ([`Participant::pilot`]).
+    pub pilot: bool,
 }
 
 /// The participant of a study with `column = value` (a unique key): one query on the backend's
@@ -190,6 +194,8 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
         .filter(participants::study_id.eq(study.id))
         .filter(participants::status.eq(ParticipantStatus::Active))
         .filter(participants::reserved_until.gt(at))
+        // A pilot holds no place (its completion does not count either: the triggers).
+        .filter(participants::pilot.eq(false))
         .group_by(participants::situation_id)
         .select((participants::situation_id, diesel::dsl::count_star()));
     let active: Vec<(Option<SituationId>, i64)> = per_backend!(conn, |c| active.load(c))?;
@@ -240,6 +246,7 @@ pub fn create(
             participants::order_default.eq(Json(orders.0)),
             participants::order_evoked.eq(Json(orders.1)),
             participants::user_agent.eq(&arrival.user_agent),
+            participants::pilot.eq(arrival.pilot),
             participants::created_at.eq(t),
             participants::updated_at.eq(t),
         ))
@@ -782,6 +789,17 @@ pub fn delete(
         participants::table
             .filter(participants::study_id.eq(study_id))
             .filter(participants::id.eq(participant)),
+    )
+    .execute(conn)
+}
+
+/// Deletes a study's pilot participants (answers, events and checks go by cascade); returns
+/// how many.
+pub fn delete_pilots(conn: &mut DbConnection, study_id: StudyId) -> QueryResult<usize> {
+    diesel::delete(
+        participants::table
+            .filter(participants::study_id.eq(study_id))
+            .filter(participants::pilot.eq(true)),
     )
     .execute(conn)
 }

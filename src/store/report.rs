@@ -24,6 +24,7 @@ pub fn completed_answers(
         .inner_join(participants::table)
         .filter(participants::study_id.eq(study_id))
         .filter(participants::status.eq(ParticipantStatus::Completed))
+        .filter(participants::pilot.eq(false))
         .into_boxed();
     if let Some(side) = split {
         query = query.filter(participants::split.eq(side));

@@ -191,6 +191,7 @@ diesel::table! {
         completed_at -> Nullable<Timestamp>,
         export_id -> Text,
         resume_id -> Nullable<Text>,
+        pilot -> Bool,
     }
 }
 

@@ -90,28 +90,11 @@ impl SurveyContext {
     }
 }
 
-/// BLAKE2s over a domain label, the installation's key and `text`, as 32 hex digits (a keyed
-/// prefix is a sound MAC with BLAKE2, which has no length extension).
-fn keyed(state: &AppState, label: &[u8], text: &str) -> String {
-    use blake2::{Blake2s256, Digest};
-    Blake2s256::new()
-        .chain_update(label)
-        .chain_update(b"\0")
-        .chain_update(state.form_key())
-        .chain_update(b"\0")
-        .chain_update(text.as_bytes())
-        .finalize()
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// The session secret of the participant a consent form with visit id `visit` makes: a keyed
 /// hash, so the same form sent twice names one participant, while the page itself (its HTML)
 /// never holds the cookie's value.
 pub fn visit_secret(state: &AppState, visit: &str) -> String {
-    keyed(state, b"emotionbench participant v1", visit)
+    state.keyed(b"emotionbench participant v1", visit)
 }
 
 /// A visit id for a consent page shown now: `NONCE-SECONDS-MAC`, a random nonce, when the page
@@ -119,7 +102,7 @@ pub fn visit_secret(state: &AppState, visit: &str) -> String {
 /// was shown (before the participant existed) without trusting the browser for the time.
 pub fn new_visit(state: &AppState, nonce: &str) -> String {
     let body = format!("{nonce}-{}", chrono::Utc::now().timestamp());
-    let mac = keyed(state, b"emotionbench visit v1", &body);
+    let mac = state.keyed(b"emotionbench visit v1", &body);
     format!("{body}-{mac}")
 }
 
@@ -131,14 +114,8 @@ pub fn visit_shown(state: &AppState, visit: &str) -> Option<chrono::NaiveDateTim
     if nonce.len() != 24 || !nonce.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return None;
     }
-    let expected = keyed(state, b"emotionbench visit v1", body);
-    // Compared in constant time: the MAC is what stands between a guess and a forged time.
-    let same = expected.len() == mac.len()
-        && expected
-            .bytes()
-            .zip(mac.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
+    let expected = state.keyed(b"emotionbench visit v1", body);
+    let same = crate::web::state::same_secret(&expected, mac);
     if !same {
         return None;
     }

@@ -29,13 +29,16 @@ pub const VISIT_FIELD: &str = "visit";
 pub const PID_FIELD: &str = "prolific_pid";
 pub const STUDY_ID_FIELD: &str = "prolific_study_id";
 pub const SESSION_ID_FIELD: &str = "prolific_session_id";
+/// The pilot token (the query parameter of the consent page and the form's hidden field).
+pub const PILOT_FIELD: &str = "pilot";
 /// Every field a visitor's consent form sends besides the answer.
-const VISITOR_FIELDS: [&str; 5] = [
+const VISITOR_FIELDS: [&str; 6] = [
     csrf::FIELD,
     VISIT_FIELD,
     PID_FIELD,
     STUDY_ID_FIELD,
     SESSION_ID_FIELD,
+    PILOT_FIELD,
 ];
 /// The random part of a visit id is this many ASCII letters and digits.
 const VISIT_NONCE_LEN: usize = 24;
@@ -97,10 +100,13 @@ fn consent_url(study: &Study, ids: &LinkIds) -> String {
 }
 
 /// The polite page for a study that takes no newcomers (not open, or every place taken).
+/// A pilot (the study's pilot link) may start in a draft too, and is never turned away as full:
+/// it takes no place.
 async fn closed(
     state: &AppState,
     study: &Study,
     prolific: bool,
+    pilot: bool,
 ) -> Result<Option<HttpResponse>, AppError> {
     let page = |heading, message| Unavailable {
         title: study.title.clone(),
@@ -108,6 +114,9 @@ async fn closed(
         message,
         prolific,
     };
+    if pilot && study.status() != StudyStatus::Closed {
+        return Ok(None);
+    }
     if study.status() != StudyStatus::Open {
         return render(page(
             "This study is not open",
@@ -161,7 +170,7 @@ pub async fn get(
     };
 
     let Some((participant, key)) = existing else {
-        if let Some(page) = closed(&state, &study, ids.pid.is_some()).await? {
+        if let Some(page) = closed(&state, &study, ids.pid.is_some(), false).await? {
             return Ok(page);
         }
         return Ok(see_other(&consent_url(&study, &ids)));
@@ -192,7 +201,11 @@ pub async fn consent_form(
 ) -> Result<HttpResponse, AppError> {
     let ctx = SurveyContext::load(&state, &req, &slug).await?;
     let ids = link_ids(&ctx.study, &query)?;
-    if ids.pid.is_none() {
+    let pilot = query
+        .get(PILOT_FIELD)
+        .filter(|t| state.is_pilot_token(ctx.study.id, t))
+        .cloned();
+    if ids.pid.is_none() && pilot.is_none() {
         if let Some(p) = &ctx.participant {
             // Participants made before consent made them still sit here: their own page.
             if p.page() == Page::Consent {
@@ -201,7 +214,7 @@ pub async fn consent_form(
             return Ok(see_other(&ctx.page_url(p.page())));
         }
     }
-    if let Some(page) = closed(&state, &ctx.study, ids.pid.is_some()).await? {
+    if let Some(page) = closed(&state, &ctx.study, ids.pid.is_some(), pilot.is_some()).await? {
         return Ok(page);
     }
     let (token, new_token) = csrf::token(&req);
@@ -213,9 +226,32 @@ pub async fn consent_form(
         prolific_pid: ids.pid,
         prolific_study_id: ids.study_id,
         prolific_session_id: ids.session_id,
+        pilot,
     };
     let resp = render(pages::visitor_consent(&ctx, &token, visit))?;
     Ok(pages::with_csrf(resp, &req, &token, new_token))
+}
+
+/// `GET /s/{study}/pilot/{token}`: the study's pilot link (shown to researchers on the study
+/// page). Leads to the consent page as a new pilot, whatever this browser did before; a wrong
+/// token is a page that does not exist.
+pub async fn pilot(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, AppError> {
+    let (slug, token) = path.into_inner();
+    let study = state.study(&slug).await?.ok_or(AppError::NotFound)?;
+    if !state.is_pilot_token(study.id, &token) {
+        return Err(AppError::NotFound);
+    }
+    if let Some(page) = closed(&state, &study, false, true).await? {
+        return Ok(page);
+    }
+    Ok(see_other(&format!(
+        "/s/{}/{}?{PILOT_FIELD}={token}",
+        study.slug,
+        Page::Consent.as_str()
+    )))
 }
 
 fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a String> {
@@ -266,14 +302,22 @@ pub async fn consent(
             .get("user-agent")
             .and_then(|v| v.to_str().ok())
             .map(|s| s.chars().take(300).collect()),
+        pilot: match field(&fields, PILOT_FIELD) {
+            None => false,
+            Some(t) if state.is_pilot_token(study.id, t) => true,
+            Some(_) => return Err(AppError::BadRequest("This pilot link is not valid.".into())),
+        },
     };
     let prolific = arrival.prolific_pid.is_some();
-    if let Some(page) = closed(&state, &study, prolific).await? {
+    if let Some(page) = closed(&state, &study, prolific, arrival.pilot).await? {
         return Ok(page);
     }
+    // Pilots come from the researchers, who hold the link's token: not limited per address.
     let addr = crate::web::request::client_addr(&req, &state.settings.trusted_proxies);
-    if let Err(wait) = state.admit_new_participant(&addr) {
-        return too_many(&study, wait);
+    if !arrival.pilot {
+        if let Err(wait) = state.admit_new_participant(&addr) {
+            return too_many(&study, wait);
+        }
     }
     let public_id = context::visit_secret(&state, visit);
     let form = Arrived {

@@ -82,6 +82,8 @@ pub(super) struct Visit {
     pub prolific_pid: Option<String>,
     pub prolific_study_id: Option<String>,
     pub prolific_session_id: Option<String>,
+    /// The study's pilot token, when the page came through its pilot link.
+    pub pilot: Option<String>,
 }
 
 /// The consent page, for a browser with no participant yet.

@@ -64,6 +64,7 @@ route_table! {
     // Participants.
     get  "/s/{study}"                         => survey::entry::get, Participant;
     get  "/s/{study}/consent"                 => survey::entry::consent_form, Participant;
+    get  "/s/{study}/pilot/{token}"           => survey::entry::pilot, Participant;
     post "/s/{study}/consent"                 => survey::entry::consent, Participant;
     get  "/s/{study}/withdraw"                => survey::pages::withdraw_form, Participant;
     post "/s/{study}/withdraw"                => survey::pages::withdraw, Participant;
@@ -91,6 +92,7 @@ route_table! {
         post "/studies/{study}/delete"            => admin::studies::delete, Admin;
         get  "/studies/{study}/participants/delete" => admin::studies::confirm_delete_participant, Admin;
         post "/studies/{study}/participants/delete" => admin::studies::delete_participant, Admin;
+        post "/studies/{study}/pilots/delete"     => admin::studies::delete_pilots, Admin;
         get  "/studies/{study}/duplicate"         => admin::study_reuse::duplicate_form, Admin;
         post "/studies/{study}/duplicate"         => admin::study_reuse::duplicate, Admin;
         get  "/studies/{study}/definition.json"   => admin::study_reuse::definition, Researcher;

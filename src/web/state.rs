@@ -49,6 +49,17 @@ pub struct AppState {
     new_participants: Arc<std::sync::Mutex<RateWindow<String>>>,
 }
 
+/// Whether two secrets (MACs, tokens) are equal, compared in constant time: how long it takes
+/// says nothing about how much of a guess was right.
+pub fn same_secret(expected: &str, given: &str) -> bool {
+    expected.len() == given.len()
+        && expected
+            .bytes()
+            .zip(given.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
 /// How long a cached study row is used before it is read again.
 pub const STUDY_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -157,6 +168,37 @@ impl AppState {
         } else {
             Err(window.retry_after(&key, now).unwrap_or_default())
         }
+    }
+
+    /// BLAKE2s over a domain label, the installation's key and `text`, as 32 hex digits (a
+    /// keyed prefix is a sound MAC with BLAKE2, which has no length extension): the same in
+    /// every process on this database.
+    pub fn keyed(&self, label: &[u8], text: &str) -> String {
+        use blake2::{Blake2s256, Digest};
+        Blake2s256::new()
+            .chain_update(label)
+            .chain_update(b"\0")
+            .chain_update(self.form_key())
+            .chain_update(b"\0")
+            .chain_update(text.as_bytes())
+            .finalize()
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// The token of a study's pilot link (`/s/{study}/pilot/{token}`): whoever has it can walk
+    /// the survey as a pilot, also while the study is a draft; researchers see it on the study
+    /// page. Derived from the study's id, so it survives restarts and is the same in every
+    /// replica; a new installation key changes it.
+    pub fn pilot_token(&self, study: StudyId) -> String {
+        self.keyed(b"emotionbench pilot v1", &study.0.to_string())
+    }
+
+    /// Whether `token` is the pilot token of `study` (compared in constant time).
+    pub fn is_pilot_token(&self, study: StudyId, token: &str) -> bool {
+        same_secret(&self.pilot_token(study), token)
     }
 
     /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].

@@ -60,6 +60,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("get", "/s/{study}", Access::Participant),
     ("get", "/s/{study}/consent", Access::Participant),
     ("post", "/s/{study}/consent", Access::Participant),
+    ("get", "/s/{study}/pilot/{token}", Access::Participant),
     ("get", "/s/{study}/withdraw", Access::Participant),
     ("post", "/s/{study}/withdraw", Access::Participant),
     ("get", "/s/{study}/{page}", Access::Participant),
@@ -89,6 +90,11 @@ const MATRIX: &[(&str, &str, Access)] = &[
     (
         "post",
         "/admin/studies/{study}/participants/delete",
+        Access::Admin,
+    ),
+    (
+        "post",
+        "/admin/studies/{study}/pilots/delete",
         Access::Admin,
     ),
     ("get", "/admin/studies/{study}/duplicate", Access::Admin),

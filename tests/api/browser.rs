@@ -1283,3 +1283,275 @@ fn the_other_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
 }
 
 on_both_backends!(the_other_admin_pages_pass_axe_on_a_phone_and_a_desktop);
+
+// --- The research team's own study, in the browser (#13's acceptance): data uploaded, a
+// study made from it, refused to open without consent, piloted as a draft (counted nowhere),
+// opened, duplicated, a participant deleted, a researcher invited; every admin page audited.
+
+/// Answers the survey page the browser is on (any valid answer) and submits it.
+const ANSWER_PAGE: &str = "
+document.querySelectorAll('main select').forEach(function (s) {
+  if (s.options.length > 1) { s.selectedIndex = s.options.length > 2 ? 2 : 1; }
+});
+var groups = {};
+document.querySelectorAll('main input[type=radio]').forEach(function (r) {
+  (groups[r.name] = groups[r.name] || []).push(r);
+});
+Object.keys(groups).forEach(function (name, i) {
+  var g = groups[name];
+  var right = g.filter(function (r) { return r.value === 'A little'; });
+  (right.length ? right[0] : g[(i * 3 + 1) % g.length]).checked = true;
+});
+var agree = document.querySelector('main button[value=yes]');
+var button = agree || document.querySelector('main form button.primary') ||
+  document.querySelector('main form button[type=submit]');
+if (!button) { return 'no button'; }
+button.removeAttribute('disabled');
+button.click();
+return location.pathname;";
+
+/// The lines of a CSV the signed-in browser downloads (the header is one): fetched with the
+/// browser's cookies (the pages' CSP allows no script to fetch).
+fn csv_lines(c: &Chrome, url: &str) -> usize {
+    let cookies = c.cmd("GET", "/cookie", Value::Null);
+    let header = cookies
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            format!(
+                "{}={}",
+                k["name"].as_str().unwrap(),
+                k["value"].as_str().unwrap()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let mut r = ureq::get(url).header("Cookie", &header).call().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let text = r.body_mut().read_to_string().unwrap();
+    text.lines().filter(|l| !l.is_empty()).count()
+}
+
+/// (active, completed) as the study's monitor counts them.
+fn monitor_counts(app: &crate::helpers::TestApp, slug: &str) -> (i64, i64) {
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let s = emotionbench::store::studies::load(&mut conn, slug)
+        .unwrap()
+        .unwrap();
+    let m = emotionbench::store::monitor::load(&mut conn, &s).unwrap();
+    (m.counts.active, m.counts.completed)
+}
+
+fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let Some(data) = crate::helpers::upstream() else {
+        return;
+    };
+    let backend = match db.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let app = spawn_app(db);
+    crate::admin::add_user(
+        &app,
+        "lead@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    let base = app.base.clone();
+    let mut failures = Vec::new();
+    let mut pages = 0;
+    for viewport in [(1280, 800), (360, 740)] {
+        let Some(chrome) = Chrome::start_at(viewport) else {
+            return;
+        };
+        let c = &chrome;
+        let w = viewport.0;
+        let slug = format!("own-{w}");
+        let study = format!("/admin/studies/{slug}");
+        let mut audit = Audit {
+            chrome: c,
+            axe: axe.clone(),
+            backend,
+            pages: Vec::new(),
+            failures: Vec::new(),
+            minor: Vec::new(),
+        };
+        let check = |audit: &mut Audit<'_>, name: &str| {
+            audit.check_with(&format!("journey {name}"), ADMIN_LAYOUT);
+        };
+        sign_in(c, &base, "lead@example.org", crate::admin::PASSWORD);
+
+        // Data: the team's own two situations (a tidy CSV) and upstream's instruments.
+        let set = format!("pilot-set-{w}");
+        let csv = tempfile::Builder::new().suffix(".csv").tempfile().unwrap();
+        std::fs::write(
+            csv.path(),
+            "key,emotion,factor,text\n\
+             Anger-0_scenario-0,Anger,Facing Self-Opinioned People,\"Your colleague takes credit for your idea, again.\"\n\
+             Anger-0_scenario-1,Anger,Facing Self-Opinioned People,A neighbour insists you are wrong about your own garden.\n",
+        )
+        .unwrap();
+        let upload = |input: &str, file: &Path, form: &str| {
+            let el = c.css(input);
+            c.cmd(
+                "POST",
+                &format!("/element/{el}/value"),
+                json!({"text": file.to_str().unwrap()}),
+            );
+            c.click(&c.css(&format!("form[action='{form}'] button[type='submit']")));
+            c.wait_for(&base, form);
+            c.wait_for_text("Imported");
+        };
+        c.goto(&format!("{base}/admin/data"));
+        fill(c, "situations-set", &set);
+        upload("#situations-file", csv.path(), "/admin/data/situations");
+        assert!(c.source().contains(&set));
+        check(&mut audit, "situations uploaded");
+        c.goto(&format!("{base}/admin/data"));
+        upload(
+            "#instruments-file",
+            &data.join("questionnaires.json").canonicalize().unwrap(),
+            "/admin/data/instruments",
+        );
+        check(&mut audit, "instruments uploaded");
+
+        // A study from them, its consent text emptied: saved as a draft, refused to open.
+        c.goto(&format!("{base}/admin/studies/new"));
+        fill(c, "title", &format!("Our own study {w}"));
+        fill(c, "slug", &slug);
+        fill(c, "consent_text", "");
+        fill(c, "instrument", "PANAS");
+        fill(c, "set", &set);
+        fill(c, "min_seconds", "0");
+        c.click(&c.xpath("//button[contains(., 'Save')]"));
+        c.wait_for(&base, &study);
+        check(&mut audit, "draft from the uploads");
+        c.click(&c.xpath("//button[@value='open']"));
+        c.wait_for(&base, &format!("{study}/status"));
+        c.wait_for_text("cannot open yet");
+        assert!(
+            c.source().to_lowercase().contains("consent"),
+            "names what is missing"
+        );
+        check(&mut audit, "refused to open without consent");
+
+        // The pilot link of the draft, walked to the end in this browser.
+        c.goto(&format!("{base}{study}"));
+        let pilot = c.exec(
+            "return document.getElementById('pilot-url').value",
+            json!([]),
+        );
+        let pilot = pilot
+            .as_str()
+            .expect("the study page shows a pilot link")
+            .to_owned();
+        c.goto(&pilot);
+        for _ in 0..12 {
+            if c.url().ends_with("/done") {
+                break;
+            }
+            let before = c.url();
+            let went = c.exec(ANSWER_PAGE, json!([]));
+            assert_ne!(went, "no button", "at {before}");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while c.url() == before && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(25));
+            }
+        }
+        assert!(c.url().ends_with("/done"), "the pilot ends at {}", c.url());
+        // Counted nowhere: the monitor's totals and the default exports.
+        c.goto(&format!("{base}{study}"));
+        let counts = monitor_counts(&app, &slug);
+        assert_eq!(counts, (0, 0), "(active, completed) on the monitor's data");
+        for file in ["long.csv", "wide.csv"] {
+            assert_eq!(
+                csv_lines(c, &format!("{base}{study}/export/{file}")),
+                1,
+                "{file}: the header only"
+            );
+        }
+        check(&mut audit, "draft after its pilot");
+
+        // Consent and the rest filled in: opened.
+        c.goto(&format!("{base}{study}/edit"));
+        fill(
+            c,
+            "consent_text",
+            "We study how situations make people feel. Contact: lab@example.org.",
+        );
+        fill(
+            c,
+            "debrief_text",
+            "Thank you. The situations were fictional.",
+        );
+        fill(c, "code_completed", "OWNCODE1");
+        let next_year = chrono::Utc::now().date_naive() + chrono::Duration::days(365);
+        fill(c, "retention", &next_year.format("%Y-%m-%d").to_string());
+        c.click(&c.xpath("//button[contains(., 'Save')]"));
+        c.wait_for(&base, &study);
+        c.click(&c.xpath("//button[@value='open']"));
+        c.wait_for(&base, &study);
+        c.wait_for_text("<span class=\"badge\">open</span>");
+        check(&mut audit, "opened");
+
+        // A participant takes part; the team deletes them through the confirmation page.
+        let pid = format!("{PID}{w}");
+        crate::survey::walk_to(
+            &app.browser(),
+            &format!("/s/{slug}?PROLIFIC_PID={pid}"),
+            "situation",
+        );
+        let who = export_id_of(&app, &pid);
+        c.goto(&format!(
+            "{base}{study}/participants/delete?participant={who}"
+        ));
+        check(&mut audit, "delete participant");
+        c.click(&c.xpath("//button[contains(., 'Delete this participant')]"));
+        c.wait_for(&base, &format!("{study}/participants/delete"));
+        c.wait_for_text("Participant deleted");
+        check(&mut audit, "participant deleted");
+
+        // Duplicated for the next study.
+        c.goto(&format!("{base}{study}/duplicate"));
+        fill(c, "slug", &format!("{slug}-next"));
+        c.click(&c.xpath("//button[contains(., 'Create the copy')]"));
+        c.wait_for(&base, &format!("{study}-next"));
+        check(&mut audit, "duplicate");
+
+        // A researcher invited: the link, a password set through it, signed in.
+        c.goto(&format!("{base}/admin/users"));
+        let email = format!("colleague{w}@example.org");
+        fill(c, "invite-email", &email);
+        fill(c, "invite-role", "researcher");
+        c.click(&c.xpath("//button[contains(., 'Create invitation link')]"));
+        c.wait_for(&base, "/admin/users/invite");
+        let link = c.exec(
+            "return document.getElementById('invite-link').value",
+            json!([]),
+        );
+        let link = link.as_str().unwrap().to_owned();
+        check(&mut audit, "invitation");
+        c.click(&c.xpath("//button[contains(., 'Sign out')]"));
+        c.wait_for(&base, "/admin/login");
+        c.goto(&link);
+        fill(c, "password", "our colleague's passphrase");
+        fill(c, "password2", "our colleague's passphrase");
+        c.click(&c.css("form button[type='submit']"));
+        c.wait_for_text("Your account is ready");
+        check(&mut audit, "invitation accepted");
+        sign_in(c, &base, &email, "our colleague's passphrase");
+        assert!(
+            c.source().contains(&slug),
+            "the researcher sees the studies"
+        );
+        check(&mut audit, "researcher signed in");
+        pages += audit.pages.len();
+        failures.extend(audit.failures);
+    }
+    assert_eq!(pages, 2 * 12);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+on_both_backends!(a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser);

@@ -19,6 +19,7 @@ mod helpers;
 mod humans;
 mod imports;
 mod model_results;
+mod pilot;
 mod providers;
 mod report;
 mod runs;
