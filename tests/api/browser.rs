@@ -398,6 +398,27 @@ struct Audit<'a> {
     minor: Vec<String>,
 }
 
+/// The backend's name in screenshot file names.
+fn backend_name(db: &TestDb) -> &'static str {
+    match db.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    }
+}
+
+impl<'a> Audit<'a> {
+    fn new(chrome: &'a Chrome, axe: String, backend: &'static str) -> Self {
+        Audit {
+            chrome,
+            axe,
+            backend,
+            pages: Vec::new(),
+            failures: Vec::new(),
+            minor: Vec::new(),
+        }
+    }
+}
+
 impl Audit<'_> {
     /// axe-core's violations on the current page.
     fn axe(&self, name: &str) -> Vec<Value> {
@@ -523,22 +544,12 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
         return;
     };
     let started = Instant::now();
-    let backend = match db.backend {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
-    };
+    let backend = backend_name(&db);
     let app = spawn_app(db);
     make_study(&app, "journey", |_| {});
     let base = app.base.clone();
     let c = &chrome;
-    let mut audit = Audit {
-        chrome: c,
-        axe,
-        backend,
-        pages: Vec::new(),
-        failures: Vec::new(),
-        minor: Vec::new(),
-    };
+    let mut audit = Audit::new(c, axe, backend);
     let page = |p: &str| format!("/s/journey/{p}");
     audit.self_test();
 
@@ -786,24 +797,14 @@ fn a_real_browser_answers_a_bdi_page(db: TestDb) {
     let Some(chrome) = Chrome::start() else {
         return;
     };
-    let backend = match db.backend {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
-    };
+    let backend = backend_name(&db);
     let app = spawn_app(db);
     if !make_scale_study(&app, "bdi", "BDI") {
         return;
     }
     let base = app.base.clone();
     let c = &chrome;
-    let mut audit = Audit {
-        chrome: c,
-        axe,
-        backend,
-        pages: Vec::new(),
-        failures: Vec::new(),
-        minor: Vec::new(),
-    };
+    let mut audit = Audit::new(c, axe, backend);
     let page = |p: &str| format!("/s/bdi/{p}");
     c.goto(&format!("{base}/s/bdi?PROLIFIC_PID={PID}"));
     c.wait_for(&base, &page("consent"));
@@ -872,10 +873,7 @@ fn a_real_browser_audits_the_data_pages(db: TestDb) {
     let Some(chrome) = Chrome::start() else {
         return;
     };
-    let backend = match db.backend {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
-    };
+    let backend = backend_name(&db);
     let app = spawn_app(db);
     let doc = data.join("doc.csv");
     crate::helpers::ok(crate::helpers::cli(
@@ -889,14 +887,7 @@ fn a_real_browser_audits_the_data_pages(db: TestDb) {
     );
     let base = app.base.clone();
     let c = &chrome;
-    let mut audit = Audit {
-        chrome: c,
-        axe,
-        backend,
-        pages: Vec::new(),
-        failures: Vec::new(),
-        minor: Vec::new(),
-    };
+    let mut audit = Audit::new(c, axe, backend);
     c.goto(&format!("{base}/admin/login"));
     c.exec(
         "document.getElementById('email').value = arguments[0];
@@ -996,10 +987,7 @@ fn a_real_browser_invites_and_the_invitee_sets_a_password(db: TestDb) {
     let Some(chrome) = Chrome::start() else {
         return;
     };
-    let backend = match db.backend {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
-    };
+    let backend = backend_name(&db);
     let app = spawn_app(db);
     crate::admin::add_user(
         &app,
@@ -1013,14 +1001,7 @@ fn a_real_browser_invites_and_the_invitee_sets_a_password(db: TestDb) {
     );
     let base = app.base.clone();
     let c = &chrome;
-    let mut audit = Audit {
-        chrome: c,
-        axe,
-        backend,
-        pages: Vec::new(),
-        failures: Vec::new(),
-        minor: Vec::new(),
-    };
+    let mut audit = Audit::new(c, axe, backend);
     c.goto(&format!("{base}/admin/login"));
     c.wait_for(&base, "/admin/login");
     fill(c, "email", "ada@example.org");
@@ -1108,10 +1089,7 @@ fn export_id_of(app: &crate::helpers::TestApp, pid: &str) -> String {
 /// participant). axe-core: 0 serious or critical violations on each.
 fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
     let Some(axe) = axe_source() else { return };
-    let backend = match db.backend {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
-    };
+    let backend = backend_name(&db);
     let app = spawn_app(db);
     make_study(&app, "walk", |_| {});
     crate::admin::add_user(
@@ -1134,14 +1112,7 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
             &format!("/s/walk?PROLIFIC_PID={pid}"),
             "situation",
         );
-        let mut audit = Audit {
-            chrome: c,
-            axe: axe.clone(),
-            backend,
-            pages: Vec::new(),
-            failures: Vec::new(),
-            minor: Vec::new(),
-        };
+        let mut audit = Audit::new(c, axe.clone(), backend);
         let check = |audit: &mut Audit<'_>, name: &str| {
             audit.check_with(&format!("admin {name}"), ADMIN_LAYOUT);
         };
@@ -1222,10 +1193,7 @@ fn sign_in(c: &Chrome, base: &str, email: &str, password: &str) {
 /// 0 serious or critical on each.
 fn the_other_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
     let Some(axe) = axe_source() else { return };
-    let backend = match db.backend {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
-    };
+    let backend = backend_name(&db);
     let app = spawn_app(db);
     let run = {
         let pool = app.pool();
@@ -1251,14 +1219,7 @@ fn the_other_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
             return;
         };
         let c = &chrome;
-        let mut audit = Audit {
-            chrome: c,
-            axe: axe.clone(),
-            backend,
-            pages: Vec::new(),
-            failures: Vec::new(),
-            minor: Vec::new(),
-        };
+        let mut audit = Audit::new(c, axe.clone(), backend);
         sign_in(c, &base, "runs@example.org", crate::admin::PASSWORD);
         for (name, path) in [
             ("runs", "/admin/runs".to_owned()),
@@ -1349,10 +1310,7 @@ fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: Test
     let Some(data) = crate::helpers::upstream() else {
         return;
     };
-    let backend = match db.backend {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
-    };
+    let backend = backend_name(&db);
     let app = spawn_app(db);
     crate::admin::add_user(
         &app,
@@ -1370,14 +1328,7 @@ fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: Test
         let w = viewport.0;
         let slug = format!("own-{w}");
         let study = format!("/admin/studies/{slug}");
-        let mut audit = Audit {
-            chrome: c,
-            axe: axe.clone(),
-            backend,
-            pages: Vec::new(),
-            failures: Vec::new(),
-            minor: Vec::new(),
-        };
+        let mut audit = Audit::new(c, axe.clone(), backend);
         let check = |audit: &mut Audit<'_>, name: &str| {
             audit.check_with(&format!("journey {name}"), ADMIN_LAYOUT);
         };
