@@ -53,20 +53,27 @@ fn key(req: &HttpRequest) -> Option<&[u8]> {
     req.app_data::<web::Data<AppState>>().map(|s| s.form_key())
 }
 
-/// The MAC of a nonce: BLAKE2s over a domain label, the key and the nonce, in hex, cut to
-/// [`MAC_HEX`] digits (128 bits). A keyed prefix is a sound MAC with BLAKE2, which has no
-/// length extension; the key's length is fixed per installation.
-fn mac(key: &[u8], nonce: &str) -> String {
+/// BLAKE2s over a domain label, the key and `text`, in hex, cut to [`MAC_HEX`] digits (128
+/// bits). A keyed prefix is a sound MAC with BLAKE2, which has no length extension; the key's
+/// length is fixed per installation. The one MAC of the application: CSRF tokens here, and
+/// through `AppState::keyed` the survey's visit ids and pilot tokens, each with its own label.
+pub fn keyed_mac(key: &[u8], label: &[u8], text: &str) -> String {
     Blake2s256::new()
-        .chain_update(b"emotionbench csrf v1\0")
+        .chain_update(label)
+        .chain_update(b"\0")
         .chain_update(key)
         .chain_update(b"\0")
-        .chain_update(nonce.as_bytes())
+        .chain_update(text.as_bytes())
         .finalize()
         .iter()
         .take(MAC_HEX / 2)
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The MAC of a CSRF token's nonce.
+fn mac(key: &[u8], nonce: &str) -> String {
+    keyed_mac(key, b"emotionbench csrf v1", nonce)
 }
 
 fn sign(key: &[u8], nonce: &str) -> String {
@@ -134,7 +141,7 @@ pub fn check_session(session_token: &str, fields: &[(String, String)]) -> Result
 }
 
 /// Compares in time independent of where the inputs differ (tokens are secrets).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

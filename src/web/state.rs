@@ -49,17 +49,6 @@ pub struct AppState {
     new_participants: Arc<std::sync::Mutex<RateWindow<String>>>,
 }
 
-/// Whether two secrets (MACs, tokens) are equal, compared in constant time: how long it takes
-/// says nothing about how much of a guess was right.
-pub fn same_secret(expected: &str, given: &str) -> bool {
-    expected.len() == given.len()
-        && expected
-            .bytes()
-            .zip(given.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-}
-
 /// How long a cached study row is used before it is read again.
 pub const STUDY_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -170,22 +159,10 @@ impl AppState {
         }
     }
 
-    /// BLAKE2s over a domain label, the installation's key and `text`, as 32 hex digits (a
-    /// keyed prefix is a sound MAC with BLAKE2, which has no length extension): the same in
-    /// every process on this database.
+    /// [`crate::web::csrf::keyed_mac`] under the installation's key: the same in every process
+    /// on this database.
     pub fn keyed(&self, label: &[u8], text: &str) -> String {
-        use blake2::{Blake2s256, Digest};
-        Blake2s256::new()
-            .chain_update(label)
-            .chain_update(b"\0")
-            .chain_update(self.form_key())
-            .chain_update(b"\0")
-            .chain_update(text.as_bytes())
-            .finalize()
-            .iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::web::csrf::keyed_mac(self.form_key(), label, text)
     }
 
     /// The token of a study's pilot link (`/s/{study}/pilot/{token}`): whoever has it can walk
@@ -198,7 +175,7 @@ impl AppState {
 
     /// Whether `token` is the pilot token of `study` (compared in constant time).
     pub fn is_pilot_token(&self, study: StudyId, token: &str) -> bool {
-        same_secret(&self.pilot_token(study), token)
+        crate::web::csrf::constant_time_eq(self.pilot_token(study).as_bytes(), token.as_bytes())
     }
 
     /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].
