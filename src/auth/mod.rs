@@ -13,6 +13,29 @@ pub fn token_hash(token: &str) -> String {
         .collect()
 }
 
+/// BLAKE2s over a domain label, the key and `text`, in hex, 32 digits (128
+/// bits). A keyed prefix is a sound MAC with BLAKE2, which has no length extension; the key's
+/// length is fixed per installation. The one MAC of the application: CSRF tokens (`web::csrf`), and
+/// through `AppState::keyed` the survey's visit ids and pilot tokens, each with its own label.
+pub fn keyed_mac(key: &[u8], label: &[u8], text: &str) -> String {
+    Blake2s256::new()
+        .chain_update(label)
+        .chain_update(b"\0")
+        .chain_update(key)
+        .chain_update(b"\0")
+        .chain_update(text.as_bytes())
+        .finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Compares in time independent of where the inputs differ (tokens are secrets).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// Login throttling. Every attempt is recorded (as a failure) before its password is verified
 /// and marked a success afterwards, so attempts still being verified count too.
 ///

@@ -115,7 +115,7 @@ pub fn visit_shown(state: &AppState, visit: &str) -> Option<chrono::NaiveDateTim
         return None;
     }
     let expected = state.keyed(b"emotionbench visit v1", body);
-    let same = crate::web::csrf::constant_time_eq(expected.as_bytes(), mac.as_bytes());
+    let same = crate::auth::constant_time_eq(expected.as_bytes(), mac.as_bytes());
     if !same {
         return None;
     }

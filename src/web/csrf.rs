@@ -12,8 +12,8 @@
 
 use actix_web::cookie::{Cookie, SameSite};
 use actix_web::{HttpRequest, web};
-use blake2::{Blake2s256, Digest};
 
+use crate::auth::constant_time_eq;
 use crate::auth::password::random_secret;
 use crate::web::error::AppError;
 use crate::web::state::AppState;
@@ -53,27 +53,9 @@ fn key(req: &HttpRequest) -> Option<&[u8]> {
     req.app_data::<web::Data<AppState>>().map(|s| s.form_key())
 }
 
-/// BLAKE2s over a domain label, the key and `text`, in hex, cut to [`MAC_HEX`] digits (128
-/// bits). A keyed prefix is a sound MAC with BLAKE2, which has no length extension; the key's
-/// length is fixed per installation. The one MAC of the application: CSRF tokens here, and
-/// through `AppState::keyed` the survey's visit ids and pilot tokens, each with its own label.
-pub fn keyed_mac(key: &[u8], label: &[u8], text: &str) -> String {
-    Blake2s256::new()
-        .chain_update(label)
-        .chain_update(b"\0")
-        .chain_update(key)
-        .chain_update(b"\0")
-        .chain_update(text.as_bytes())
-        .finalize()
-        .iter()
-        .take(MAC_HEX / 2)
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// The MAC of a CSRF token's nonce.
 fn mac(key: &[u8], nonce: &str) -> String {
-    keyed_mac(key, b"emotionbench csrf v1", nonce)
+    crate::auth::keyed_mac(key, b"emotionbench csrf v1", nonce)
 }
 
 fn sign(key: &[u8], nonce: &str) -> String {
@@ -86,7 +68,7 @@ fn is_signed(key: &[u8], token: &str) -> bool {
         Some((nonce, tag))
             if nonce.len() == NONCE_LEN && nonce.bytes().all(|b| b.is_ascii_alphanumeric()) =>
         {
-            constant_time_eq(tag.as_bytes(), mac(key, nonce).as_bytes())
+            tag.len() == MAC_HEX && constant_time_eq(tag.as_bytes(), mac(key, nonce).as_bytes())
         }
         _ => false,
     }
@@ -138,11 +120,6 @@ pub fn check_session(session_token: &str, fields: &[(String, String)]) -> Result
             "This form has expired or did not come from this site. Please reload the page and try again.".into(),
         )),
     }
-}
-
-/// Compares in time independent of where the inputs differ (tokens are secrets).
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -159,10 +159,10 @@ impl AppState {
         }
     }
 
-    /// [`crate::web::csrf::keyed_mac`] under the installation's key: the same in every process
+    /// [`crate::auth::keyed_mac`] under the installation's key: the same in every process
     /// on this database.
     pub fn keyed(&self, label: &[u8], text: &str) -> String {
-        crate::web::csrf::keyed_mac(self.form_key(), label, text)
+        crate::auth::keyed_mac(self.form_key(), label, text)
     }
 
     /// The token of a study's pilot link (`/s/{study}/pilot/{token}`): whoever has it can walk
@@ -175,7 +175,7 @@ impl AppState {
 
     /// Whether `token` is the pilot token of `study` (compared in constant time).
     pub fn is_pilot_token(&self, study: StudyId, token: &str) -> bool {
-        crate::web::csrf::constant_time_eq(self.pilot_token(study).as_bytes(), token.as_bytes())
+        crate::auth::constant_time_eq(self.pilot_token(study).as_bytes(), token.as_bytes())
     }
 
     /// The study with this slug, read from the database at most once per [`STUDY_FRESH`].
