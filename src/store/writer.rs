@@ -104,8 +104,7 @@ impl Writer {
 /// How often the checkpointer copies committed pages from the WAL into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// The WAL's content past which the checkpointer makes it rewind (and the size the file is cut
-/// back to whenever it rewinds). Under continuous load a PASSIVE checkpoint never
+/// The WAL's content past which the checkpointer makes it rewind. Under continuous load a PASSIVE checkpoint never
 /// lets the WAL rewind: the writer appends while the checkpoint copies, so the WAL is never
 /// fully copied at the moment a transaction starts, and the file grew by ~34 MB/s for as long
 /// as the load lasted (10 GB in five minutes, issue #23). Each reset holds the write lock for
@@ -115,6 +114,24 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(5
 /// each held the lock longer, the p99 was no better, and the file reached 201 MiB
 /// (BENCHMARKS.md, "Soak"), so the reset stays at 64 MiB, which keeps the file under 110 MiB.
 pub const WAL_RESET_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The file size a rewind keeps (`journal_size_limit`): twice the reset size, above what the WAL
+/// reaches between resets under load (at most 91 MiB in the soaks, BENCHMARKS.md), so a rewind
+/// under load reuses the file instead of cutting it on the writer's path (the first commit after
+/// a rewind truncates to the limit) and growing it again; once idle, the TRUNCATE cuts it to
+/// zero.
+fn wal_keep_bytes(reset_bytes: u64) -> u64 {
+    reset_bytes.saturating_mul(2)
+}
+
+/// At most this many passive passes before a RESTART: each copies what the writer appended
+/// during the one before, so the RESTART, which holds the write lock while it copies and syncs,
+/// finds next to nothing left.
+const MAX_PASSIVE_PASSES: usize = 4;
+
+/// A pass that copied fewer frames than this (1 MiB) was short enough that the writer appended
+/// little during it: the RESTART can follow.
+const CONVERGED_FRAMES: u64 = 256;
 
 /// How long a resetting checkpoint may wait for the writer and for readers. While it waits for
 /// readers it holds the write lock, so this bounds what it can add to a survey request; when the
@@ -127,7 +144,8 @@ const RESET_WAIT_MS: u32 = 50;
 fn open_writer(manager: &ConnectionManager, wal_reset_bytes: u64) -> Result<DbConnection, DbError> {
     let mut conn = manager.open()?;
     conn.batch_execute(&format!(
-        "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {wal_reset_bytes}"
+        "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {}",
+        wal_keep_bytes(wal_reset_bytes)
     ))
     .map_err(DbError::Setup)?;
     Ok(conn)
@@ -135,10 +153,10 @@ fn open_writer(manager: &ConnectionManager, wal_reset_bytes: u64) -> Result<DbCo
 
 /// Every [`CHECKPOINT_EVERY`] until the writer thread ends: a PASSIVE checkpoint, which never
 /// blocks the writer (nor waits for it) and copies what was committed so far. Then, when the
-/// WAL holds more than `reset_bytes` ([`WAL_RESET_BYTES`]) since it last rewound, a second
-/// passive pass and a RESTART checkpoint, which takes the write lock for the little left and
-/// makes the writer's next transaction rewind the WAL (cutting the file to
-/// `journal_size_limit`); and when the writer was idle for a tick and the file is still larger
+/// WAL holds more than `reset_bytes` ([`WAL_RESET_BYTES`]) since it last rewound, more passive
+/// passes ([`converge`]) and a RESTART checkpoint, which takes the write lock for the little
+/// left and makes the writer's next transaction rewind the WAL (cutting the file only when it
+/// is larger than [`wal_keep_bytes`]); and when the writer was idle for a tick and the file is still larger
 /// than that, a TRUNCATE, which cuts it to zero. Either waits at most [`RESET_WAIT_MS`] (its
 /// own connection's busy timeout).
 fn checkpoint(
@@ -152,30 +170,29 @@ fn checkpoint(
     }
     let mut last_frames = 0;
     while let Err(mpsc::RecvTimeoutError::Timeout) = writer_gone.recv_timeout(CHECKPOINT_EVERY) {
-        let frames = match passive(&mut conn) {
-            Ok(frames) => frames,
+        let first = match passive(&mut conn) {
+            Ok(pass) => pass,
             Err(e) => {
                 tracing::warn!(error = %e, "WAL checkpoint");
                 continue;
             }
         };
+        let frames = first.frames;
         let idle = frames == last_frames;
         last_frames = frames;
+        let mut passes = 1;
         let size = std::fs::metadata(wal).map_or(0, |m| m.len());
         let reset = if idle && size > reset_bytes {
             // Nothing was written since the last tick: cut the file now; there is no request
             // to stall, and the writer would only cut it at its next write.
             "PRAGMA wal_checkpoint(TRUNCATE)"
         } else if frames.saturating_mul(PAGE_BYTES) > reset_bytes {
-            // Under load: a second passive pass copies what the writer appended during the
-            // first, so the RESTART, which holds the write lock, has next to nothing left to
-            // copy. RESTART does not cut the file (a TRUNCATE's cut of a 64 MiB file held the
-            // lock long enough to triple the survey's p99 at concurrency 200, BENCHMARKS.md);
-            // the writer's next transaction rewinds the WAL and cuts it to
-            // `journal_size_limit`.
-            if let Err(e) = passive(&mut conn) {
-                tracing::warn!(error = %e, "WAL checkpoint");
-            }
+            // Under load: more passive passes copy what the writer appended during the one
+            // before, so the RESTART, which holds the write lock, has next to nothing left to
+            // copy and sync. RESTART does not cut the file (a TRUNCATE's cut of a 64 MiB file
+            // held the lock long enough to triple the survey's p99 at concurrency 200,
+            // BENCHMARKS.md); the writer's next transaction rewinds the WAL.
+            passes += converge(&mut conn, &first);
             "PRAGMA wal_checkpoint(RESTART)"
         } else {
             continue;
@@ -189,6 +206,7 @@ fn checkpoint(
                 target: "emotionbench::wal",
                 mode = reset,
                 busy = row.busy != 0,
+                passes,
                 ms = started.elapsed().as_secs_f64() * 1e3,
                 wal_bytes = size,
                 "WAL reset"
@@ -207,14 +225,49 @@ struct CheckpointRow {
     busy: i32,
     #[diesel(sql_type = diesel::sql_types::Integer)]
     log: i32,
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    checkpointed: i32,
 }
 
-/// A PASSIVE checkpoint; returns the frames in the WAL (since it last rewound).
-fn passive(conn: &mut DbConnection) -> Result<u64, diesel::result::Error> {
+/// What one checkpoint pass saw: the frames in the WAL (since it last rewound) and how many of
+/// them are now copied into the database file.
+struct Pass {
+    frames: u64,
+    copied: u64,
+}
+
+/// A PASSIVE checkpoint.
+fn passive(conn: &mut DbConnection) -> Result<Pass, diesel::result::Error> {
     use diesel::RunQueryDsl;
     let row: CheckpointRow =
         diesel::sql_query("PRAGMA wal_checkpoint(PASSIVE)").get_result(conn)?;
-    Ok(u64::try_from(row.log).unwrap_or(0))
+    // SQLite reports -1 for both when the database is not in WAL mode.
+    Ok(Pass {
+        frames: u64::try_from(row.log).unwrap_or(0),
+        copied: u64::try_from(row.checkpointed).unwrap_or(0),
+    })
+}
+
+/// After `first`, passive passes until one copies fewer than [`CONVERGED_FRAMES`] (or after
+/// [`MAX_PASSIVE_PASSES`]); a pass that fails ends them. Returns the passes made.
+fn converge(conn: &mut DbConnection, first: &Pass) -> usize {
+    let mut copied_before = first.copied;
+    for pass_number in 1..=MAX_PASSIVE_PASSES {
+        match passive(conn) {
+            Ok(pass) => {
+                let copied_now = pass.copied.saturating_sub(copied_before);
+                copied_before = pass.copied;
+                if copied_now < CONVERGED_FRAMES {
+                    return pass_number;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "WAL checkpoint");
+                return pass_number;
+            }
+        }
+    }
+    MAX_PASSIVE_PASSES
 }
 
 fn serve(
