@@ -21,6 +21,10 @@ pub struct DemoSetup {
 
 pub const DEMO_ADMIN_EMAIL: &str = "admin@localhost";
 
+/// The completion code the demo study shows at the end (the demo is not on Prolific; a real
+/// study enters the code Prolific gives it).
+pub const DEMO_COMPLETION_CODE: &str = "DEMO-COMPLETED";
+
 /// Loads the demo study once, and creates an admin with a random password when there is none.
 pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
     let demo = demo_study();
@@ -42,14 +46,16 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
         config.debrief_text = demo.debrief_text.to_owned();
         config.target_per_situation = 5;
         config.min_situation_seconds = 5;
+        // The demo opens at once, so it must pass the launch checklist every study passes
+        // before it opens: a completion code (it uses Prolific's parameter names) and a
+        // retention date, a year from its creation.
+        config.code_completed = Some(DEMO_COMPLETION_CODE.to_owned());
+        let sources = studies::Sources {
+            retention_until: Some(chrono::Utc::now().naive_utc() + chrono::Duration::days(365)),
+            ..studies::Sources::new(instrument, Some(set))
+        };
         let seed = rand::random::<u32>() as i64;
-        studies::create(
-            conn,
-            &config,
-            StudyStatus::Open,
-            studies::Sources::new(instrument, Some(set)),
-            seed,
-        )?;
+        studies::create(conn, &config, StudyStatus::Open, sources, seed)?;
         audit::record(
             conn,
             &audit::Actor::Cli,

@@ -539,4 +539,19 @@ on_both_backends!(
     a_study_definition_round_trips_to_another_installation,
     a_study_definition_is_uploaded_in_the_browser,
     a_study_is_duplicated_without_its_participants,
+    the_demo_study_passes_its_own_launch_checklist,
 );
+
+/// The demo study opens at once, so it must pass the launch checklist every study must pass
+/// before it opens (it once had no completion code and no retention date).
+fn the_demo_study_passes_its_own_launch_checklist(db: TestDb) {
+    let pool = db.pool();
+    let mut conn = pool.get().unwrap();
+    emotionbench::app::demo::load_demo(&mut conn).unwrap();
+    let study = emotionbench::store::studies::load(&mut conn, "demo")
+        .unwrap()
+        .unwrap();
+    let today = chrono::Utc::now().date_naive();
+    let failing = emotionbench::domain::study::checklist_problems(&study.launch_checklist(today));
+    assert!(failing.is_empty(), "{failing:?}");
+}
