@@ -11,7 +11,9 @@
 //! raw cells ([`cells`]); the codebook says which columns are text and how they were written.
 
 pub mod cells;
+pub mod charts;
 pub mod finetune;
+pub mod picks;
 pub mod report;
 
 use std::collections::HashMap;
