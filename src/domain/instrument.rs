@@ -420,16 +420,20 @@ impl Instrument {
         let key = &self.key;
         if !self.paper_raw_sum {
             return format!(
-                "{key} is scored as {authored}; the paper's tables and the instrument's authors                  agree on it.{total}"
+                "{key} is scored as {authored}; the paper's tables and the instrument's authors \
+                 agree on it.{total}"
             );
         }
-        let raw = "raw sums of the answers over each category's items, without reverse scoring                    or multiplier";
+        let raw = "raw sums of the answers over each category's items, without reverse scoring \
+                   or multiplier";
         match convention {
             Convention::Paper => format!(
-                "{key} is scored as the paper's tables (Table 5) did: {raw}. Its authors define                  it as {authored}; the default mode scores it that way.{total}"
+                "{key} is scored as the paper's tables (Table 5) did: {raw}. Its authors define \
+                 it as {authored}; the default mode scores it that way.{total}"
             ),
             Convention::Authored => format!(
-                "{key} is scored as its authors define it: {authored}. The paper's tables                  (Table 5) used {raw} instead; --mode paper reproduces them.{total}"
+                "{key} is scored as its authors define it: {authored}. The paper's tables \
+                 (Table 5) used {raw} instead; --mode paper reproduces them.{total}"
             ),
         }
     }
@@ -2163,6 +2167,13 @@ mod tests {
         );
         let note = by("PANAS").scoring_note(Convention::Paper);
         assert!(note.contains("agree"), "{note}");
+        // One space between words: the notes are written over several source lines (#16).
+        for i in &list {
+            for c in [Convention::Paper, Convention::Authored] {
+                let note = i.scoring_note(c);
+                assert!(!note.contains("  "), "{}: {note}", i.key);
+            }
+        }
 
         let agq = by("AGQ");
         assert_eq!(

@@ -11,6 +11,7 @@ pub mod humans;
 pub mod instrument;
 pub mod measure;
 pub mod model_results;
+pub mod observation;
 pub mod parse;
 pub mod prompt;
 pub mod psychometrics;
