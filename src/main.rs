@@ -65,6 +65,9 @@ enum Command {
     Prompt(cli::prompt::PromptCommand),
     /// The alignment report of a study: humans and models side by side (paper Table 2 layout).
     Report(cli::report::ReportArgs),
+    /// The repeats per condition a model run needs for the report's two-sample test to detect
+    /// an effect size with a given α and power (noncentral t).
+    Plan(cli::plan::PlanArgs),
     /// Benchmarks and load generators (loopback only, bounded).
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
@@ -104,6 +107,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Worker(args) => cli::runs::worker(settings, args),
         Command::Prompt(cmd) => cli::prompt::run(&settings, cmd),
         Command::Report(args) => cli::report::run(&settings, args),
+        Command::Plan(args) => cli::plan::run(args),
         Command::Bench(cmd) => cli::bench::run(settings, cmd),
     }
 }

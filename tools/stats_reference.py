@@ -1,10 +1,10 @@
-"""Reference values for the statistics in src/domain/{psychometrics,distance,bootstrap}.rs (#16).
+"""Reference values for the statistics in src/domain/{psychometrics,distance,bootstrap,power}.rs (#16).
 
 The Rust unit tests hard-code the same small datasets as below and pin the values this script
 prints, so every statistic is checked against an independent computation (pingouin, scipy,
 numpy). Run it with:
 
-    python3 -m venv /tmp/st && /tmp/st/bin/pip install scipy pingouin numpy
+    python3 -m venv /tmp/st && /tmp/st/bin/pip install scipy pingouin numpy statsmodels
     /tmp/st/bin/python tools/stats_reference.py
 
 Keep the arrays here and in the Rust tests identical; when one changes, rerun and re-pin.
@@ -131,6 +131,26 @@ def main():
     print(f"JS(P, P) base 2   = {float(jensenshannon(JS_P, JS_P, base=2))!r}")
     print(f"bootstrap mean CI = {boot_mean_ci(BOOT).tolist()!r}  (numpy, B=20000, seed 16)")
     print(f"mean(BOOT)        = {float(np.mean(BOOT))!r}")
+    power_reference()
+
+
+def power_reference():
+    """src/domain/power.rs: Φ, the t quantile, the noncentral t and the two-sample plan."""
+    from statsmodels.stats.power import TTestIndPower
+    from scipy import stats
+    print("# power.rs (scipy.stats.norm / t / nct; statsmodels TTestIndPower)")
+    for x in [0.0, 1.96, -1.0, -8.0]:
+        print(f"norm.cdf({x}) = {float(stats.norm.cdf(x))!r}")
+    for a, df in [(0.05, 10), (0.01, 126), (0.05, 2)]:
+        print(f"t.isf({a}/2, {df}) = {float(stats.t.isf(a/2, df))!r}")
+    for t, df, nc in [(1.5, 10, 2.0), (-1.0, 5, 1.0), (2.0, 30, 3.0), (0.0, 7, -0.5), (-2.5, 200, -1.0)]:
+        print(f"nct.cdf({t}, {df}, {nc}) = {float(stats.nct.cdf(t, df, nc))!r}")
+    pw = TTestIndPower()
+    for d, n, a in [(0.5, 64, 0.05), (0.8, 20, 0.01), (1.0, 2, 0.05)]:
+        print(f"power(d={d}, n={n}, alpha={a}) = {float(pw.power(d, n, a))!r}")
+    for d, a, p in [(0.5, 0.05, 0.8), (0.2, 0.05, 0.8), (0.8, 0.01, 0.9), (1.5, 0.05, 0.95), (2.5, 0.05, 0.8), (-0.5, 0.05, 0.8)]:
+        n = float(pw.solve_power(d, alpha=a, power=p))
+        print(f"solve_power(d={d}, alpha={a}, power={p}) = {n!r} -> {int(np.ceil(n))}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ pub mod exports;
 pub mod invites;
 pub mod login;
 pub mod report;
+pub mod run_plan;
 pub mod runs;
 pub mod studies;
 pub mod study_reuse;

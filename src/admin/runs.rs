@@ -5,6 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
+use super::run_plan::{PlanQuery, Planning};
 use super::{Admin, Nav, actor, field};
 use crate::app::{
     self,
@@ -116,6 +117,7 @@ struct FormPage {
     /// Where the model's requests will differ from what was asked, to confirm before the run
     /// exists (the server's workers start on it at once).
     notes: Vec<String>,
+    planning: Planning,
 }
 
 async fn form_page(
@@ -125,6 +127,7 @@ async fn form_page(
     errors: Vec<String>,
     notes: Vec<String>,
     status: StatusCode,
+    planning: Planning,
 ) -> Result<HttpResponse, AppError> {
     let studies = state.db(|conn| Ok(studies::list_all(conn)?)).await?;
     render_status(
@@ -141,12 +144,20 @@ async fn form_page(
             templates: PromptTemplate::BUILTIN_NAMES.to_vec(),
             errors,
             notes,
+            planning,
         },
         status,
     )
 }
 
-pub async fn new_form(state: web::Data<AppState>, admin: Admin) -> Result<HttpResponse, AppError> {
+/// The empty form; with a planning query (`run_plan`), the answer and the repeats it needs.
+pub async fn new_form(
+    state: web::Data<AppState>,
+    admin: Admin,
+    query: web::Query<PlanQuery>,
+) -> Result<HttpResponse, AppError> {
+    let planning = Planning::of(&query);
+    let repeats = planning.repeats.map(|n| n.to_string());
     let form = RunForm {
         study: String::new(),
         provider: state
@@ -157,13 +168,22 @@ pub async fn new_form(state: web::Data<AppState>, admin: Admin) -> Result<HttpRe
             .unwrap_or_default(),
         model: String::new(),
         template: "eb-code".into(),
-        repeats: "10".into(),
-        default_repeats: "50".into(),
+        repeats: repeats.clone().unwrap_or_else(|| "10".into()),
+        default_repeats: repeats.unwrap_or_else(|| "50".into()),
         situations: "all".into(),
         seed: String::new(),
         temperature: "0".into(),
     };
-    form_page(&state, &admin, form, Vec::new(), Vec::new(), StatusCode::OK).await
+    form_page(
+        &state,
+        &admin,
+        form,
+        Vec::new(),
+        Vec::new(),
+        StatusCode::OK,
+        planning,
+    )
+    .await
 }
 
 fn read_form(fields: &[(String, String)]) -> RunForm {
@@ -261,18 +281,47 @@ pub async fn create(
     let refused = StatusCode::UNPROCESSABLE_ENTITY;
     let req = match request_of(&form) {
         Ok(req) => req,
-        Err(errors) => return form_page(&state, &admin, form, errors, Vec::new(), refused).await,
+        Err(errors) => {
+            return form_page(
+                &state,
+                &admin,
+                form,
+                errors,
+                Vec::new(),
+                refused,
+                Planning::empty(),
+            )
+            .await;
+        }
     };
     let notes = match app::runs::notes(&state.settings, &req) {
         Ok(notes) => notes,
         Err(app::Error::Invalid(m)) => {
-            return form_page(&state, &admin, form, vec![m], Vec::new(), refused).await;
+            return form_page(
+                &state,
+                &admin,
+                form,
+                vec![m],
+                Vec::new(),
+                refused,
+                Planning::empty(),
+            )
+            .await;
         }
         Err(e) => return Err(e.into()),
     };
     let confirmed = field(&fields, "accept_notes") == Some(form.notes_key().as_str());
     if !notes.is_empty() && !confirmed {
-        return form_page(&state, &admin, form, Vec::new(), notes, StatusCode::OK).await;
+        return form_page(
+            &state,
+            &admin,
+            form,
+            Vec::new(),
+            notes,
+            StatusCode::OK,
+            Planning::empty(),
+        )
+        .await;
     }
     let settings = state.settings.clone();
     let who = actor(admin.session());
@@ -282,7 +331,16 @@ pub async fn create(
     match created {
         Ok(c) => Ok(see_other(&format!("/admin/runs/{}", c.run.0))),
         Err(app::Error::Invalid(message)) => {
-            form_page(&state, &admin, form, vec![message], Vec::new(), refused).await
+            form_page(
+                &state,
+                &admin,
+                form,
+                vec![message],
+                Vec::new(),
+                refused,
+                Planning::empty(),
+            )
+            .await
         }
         Err(e) => Err(e.into()),
     }

@@ -9,6 +9,7 @@ pub mod db;
 pub mod demo;
 pub mod export;
 pub mod import;
+pub mod plan;
 pub mod prompt;
 pub mod report;
 pub mod runs;

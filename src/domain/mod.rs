@@ -13,6 +13,7 @@ pub mod measure;
 pub mod model_results;
 pub mod observation;
 pub mod parse;
+pub mod power;
 pub mod prompt;
 pub mod psychometrics;
 pub mod rate;

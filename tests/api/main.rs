@@ -21,6 +21,7 @@ mod imports;
 mod model_results;
 mod pilot;
 mod providers;
+mod psychometrics;
 mod report;
 mod runs;
 mod scaleout;
