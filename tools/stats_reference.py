@@ -153,5 +153,32 @@ def power_reference():
         print(f"solve_power(d={d}, alpha={a}, power={p}) = {n!r} -> {int(np.ceil(n))}")
 
 
+def published_factor_row():
+    """The first row of the report's humans factor table (tests/api/report.rs,
+    the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json): Anger,
+    factor 0 ("Facing Self-Opinioned People"), PANAS Positive Affect as the sum of items
+    1 3 5 9 10 12 14 16 17 19, paired t-test of after vs before (scipy.stats.ttest_rel)."""
+    from pathlib import Path
+
+    from scipy import stats
+
+    path = Path(__file__).resolve().parents[2] / "shared/emotionbench/derived/human_responses.csv"
+    if not path.exists():
+        print(f"factor row: {path} missing, skipped")
+        return
+    d = pd.read_csv(path)
+    pa = {1, 3, 5, 9, 10, 12, 14, 16, 17, 19}
+    g = d[(d.emotion == "Anger") & (d.factor_index == 0)]
+    cols = lambda phase: [c for c in d.columns if c.startswith(phase) and int(c.split("_")[1]) in pa]
+    before, after = g[cols("before_")].sum(axis=1), g[cols("after_")].sum(axis=1)
+    r = stats.ttest_rel(after, before)
+    print(
+        f"factor row Anger/0 PA: n = {len(g)}, default {before.mean():.1f} ± {before.std():.1f}, "
+        f"evoked {after.mean():.1f} ± {after.std():.1f}, t = {r.statistic:.2f}, df = {r.df}, "
+        f"p = {r.pvalue:.3f}"
+    )
+
+
 if __name__ == "__main__":
     main()
+    published_factor_row()

@@ -1,7 +1,7 @@
 //! The alignment report as files: Markdown in the layout of the paper's Table 2, tidy CSV, JSON,
 //! and a self-contained HTML page with SVG charts (also embedded in the admin page).
 
-use crate::domain::report::{Cohort, Kind, Report, signed};
+use crate::domain::report::{Cohort, Kind, Level, Report, signed};
 use crate::export::Cells;
 use crate::export::charts::{Charts, charts};
 use crate::export::picks::{category_names, emotion_group, emotions, overall};
@@ -117,12 +117,166 @@ pub fn table2(report: &Report) -> (Vec<String>, Vec<TableRow>) {
     (header, rows)
 }
 
+/// A table with its numbered caption ("Table 2. …").
+pub struct Numbered {
+    pub caption: String,
+    pub header: Vec<String>,
+    pub rows: Vec<TableRow>,
+}
+
+fn p_text(p: Option<f64>) -> String {
+    p.map_or_else(
+        || "n/a".to_owned(),
+        |p| {
+            if p < 0.001 {
+                "< 0.001".to_owned()
+            } else {
+                format!("{p:.3}")
+            }
+        },
+    )
+}
+
+fn fixed(x: Option<f64>, digits: usize) -> String {
+    x.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+fn mean_sd(mean: Option<f64>, sd: Option<f64>) -> String {
+    match (mean, sd) {
+        (Some(m), Some(s)) => format!("{m:.1} ± {s:.1}"),
+        (Some(m), None) => format!("{m:.1}"),
+        _ => "n/a".to_owned(),
+    }
+}
+
+/// The factor table of every cohort (the paper's appendix, with the statistics): one table per
+/// cohort, a row per factor × category with n, mean ± SD of both measures, Δ, the test, p (and
+/// the adjusted p when a correction is on) and the effect size. Numbered from `first`.
+pub fn factor_tables(report: &Report, first: usize) -> Vec<Numbered> {
+    let corrected = report.correction.is_some();
+    let mut header: Vec<String> = [
+        "Factor",
+        "Emotion",
+        "Category",
+        "n default",
+        "n evoked",
+        "Default mean ± SD",
+        "Evoked mean ± SD",
+        "Δ",
+        "t",
+        "df",
+        "p",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    if corrected {
+        header.push("p adjusted".to_owned());
+    }
+    header.extend(["Effect size".to_owned(), "Change".to_owned()]);
+    report
+        .cohorts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (test, effect) = match c.kind {
+                Kind::Humans => ("paired t-test", "d_z"),
+                Kind::Model => ("two-sample t-test (default vs evoked trials)", "Hedges' g"),
+            };
+            let rows = c
+                .groups
+                .iter()
+                .filter(|g| g.level == Level::Factor)
+                .flat_map(|g| {
+                    g.categories.iter().map(move |x| {
+                        let mut cells = vec![
+                            g.emotion.clone().unwrap_or_default(),
+                            x.name.clone(),
+                            x.n_default.to_string(),
+                            x.n_evoked.to_string(),
+                            mean_sd(x.default_mean, x.default_sd),
+                            mean_sd(x.evoked_mean, x.evoked_sd),
+                            x.delta.map_or_else(|| "n/a".to_owned(), signed),
+                            fixed(x.t, 2),
+                            fixed(x.df, 1),
+                            p_text(x.p),
+                        ];
+                        if corrected {
+                            cells.push(p_text(x.p_adjusted));
+                        }
+                        cells.push(fixed(x.effect_size, 2));
+                        cells.push(x.cell());
+                        TableRow {
+                            label: g.factor.clone().unwrap_or_default(),
+                            cells,
+                        }
+                    })
+                })
+                .collect();
+            Numbered {
+                caption: format!(
+                    "Table {}. Factor table of {}: per factor and category, {test}; effect size \
+                     {effect}; α = {}{}.",
+                    first + i,
+                    c.name,
+                    report.alpha,
+                    report
+                        .correction
+                        .map(|k| format!(", p adjusted ({})", serde_plain(&k)))
+                        .unwrap_or_default()
+                ),
+                header: header.clone(),
+                rows,
+            }
+        })
+        .collect()
+}
+
+/// Every table of the report with its caption: Table 1 the paper's Table-2 layout, then a
+/// factor table per cohort, then the prompt-variant comparison (with its title).
+pub struct Tables {
+    pub main: Numbered,
+    pub factors: Vec<Numbered>,
+    pub comparison: Option<(String, Numbered)>,
+}
+
+pub fn tables(report: &Report) -> Tables {
+    let (header, rows) = table2(report);
+    let main = Numbered {
+        caption: "Table 1. Change per emotion and category (Δ = evoked − default; ↑/↓ a \
+                  significant change, − not significant; Default row: mean ± SD)."
+            .to_owned(),
+        header,
+        rows,
+    };
+    // Numbered in the order they appear: the comparison (when there is one) before the factor
+    // tables.
+    let comparison = comparison_table(report).map(|(title, header, rows)| {
+        (
+            title.clone(),
+            Numbered {
+                caption: format!(
+                    "Table 2. {title}: each Δ, the difference of the two and its \
+                     Welch–Satterthwaite test."
+                ),
+                header,
+                rows,
+            },
+        )
+    });
+    let factors = factor_tables(report, 2 + usize::from(comparison.is_some()));
+    Tables {
+        main,
+        factors,
+        comparison,
+    }
+}
+
 /// Markdown: the Table-2 layout, then the alignment summary and the failed trials. Every text
 /// that comes from data (model and run names, the study's instrument, emotions, factors,
 /// categories, and the summaries that quote them) goes through [`md`]: a model named
 /// `<script>` or `a|b` must neither run in a Markdown viewer nor break the table.
 pub fn markdown(report: &Report) -> String {
-    let (header, rows) = table2(report);
+    let tables = tables(report);
     let mut out = format!(
         "# EmotionBench report: {} ({})\n\nmode {}, unit {}, α = {}{}. Cells: ↑/↓ significant \
          change (Δ = evoked − default), − not significant; Default row: mean ± SD.\n\n",
@@ -141,7 +295,7 @@ pub fn markdown(report: &Report) -> String {
         md(&report.scoring),
         md(&report.humans_from)
     ));
-    markdown_table(&mut out, &header, &rows);
+    markdown_numbered(&mut out, &tables.main);
     let n: Vec<String> = report
         .cohorts
         .iter()
@@ -162,11 +316,22 @@ pub fn markdown(report: &Report) -> String {
             out.push_str(&format!("- {}\n", md(&a.summary)));
         }
     }
-    if let Some((title, header, rows)) = comparison_table(report) {
-        out.push_str(&format!("\n## {}\n\n", md(&title)));
-        markdown_table(&mut out, &header, &rows);
+    if let Some((title, t)) = &tables.comparison {
+        out.push_str(&format!("\n## {}\n\n", md(title)));
+        markdown_numbered(&mut out, t);
+    }
+    out.push_str("\n## Per factor\n");
+    for t in &tables.factors {
+        out.push('\n');
+        markdown_numbered(&mut out, t);
     }
     out
+}
+
+/// A caption line, then the table.
+fn markdown_numbered(out: &mut String, t: &Numbered) {
+    out.push_str(&format!("{}\n\n", md(&t.caption)));
+    markdown_table(out, &t.header, &t.rows);
 }
 
 /// Every cell is escaped: the computed ones (`↓ (-5.1)`, `< 0.001`) read the same after it.
@@ -372,8 +537,7 @@ fn csv_text(report: &Report, cells: Cells) -> Result<String, RenderError> {
 
 /// What the report templates show (shared by the standalone page and the admin page).
 pub struct View {
-    pub header: Vec<String>,
-    pub rows: Vec<TableRow>,
+    pub tables: Tables,
     pub charts: Charts,
     pub summaries: Vec<String>,
     pub counts: Vec<String>,
@@ -385,15 +549,11 @@ pub struct View {
     pub instrument: String,
     pub scoring: String,
     pub humans_from: String,
-    /// The prompt-variant comparison: title, header, rows.
-    pub comparison: Option<(String, Vec<String>, Vec<TableRow>)>,
 }
 
 pub fn view(report: &Report) -> Result<View, RenderError> {
-    let (header, rows) = table2(report);
     Ok(View {
-        header,
-        rows,
+        tables: tables(report),
         charts: charts(report)?,
         summaries: report.alignment.iter().map(|a| a.summary.clone()).collect(),
         counts: report
@@ -418,7 +578,6 @@ pub fn view(report: &Report) -> Result<View, RenderError> {
         instrument: report.instrument.clone(),
         scoring: report.scoring.clone(),
         humans_from: report.humans_from.clone(),
-        comparison: comparison_table(report),
     })
 }
 

@@ -328,7 +328,13 @@ fn the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_p
     import_published(&db);
     // Markdown: the Table-2 layout.
     let md = report(&db, &["--mode", "paper", "--models", "gpt-4,gpt-3.5-turbo"]);
-    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+    // Table 1 (the factor tables follow further down).
+    let rows: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("| "))
+        .take_while(|l| l.starts_with("| "))
+        .collect();
+    assert_eq!(rows.len(), 12, "{md}");
     assert_eq!(
         rows[0],
         "| Emotions | humans P | humans N | gpt-4 P | gpt-4 N | gpt-3.5-turbo P | gpt-3.5-turbo N |"
@@ -432,7 +438,124 @@ fn the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_p
     assert_eq!(none.status, 404);
 }
 
+/// The paper's appendix with the statistics: a numbered factor table per cohort, a row per
+/// factor × category with n, both means ± SD, Δ, t, df, p, the adjusted p (a correction is on)
+/// and the effect size, the same numbers as the JSON's factor-level groups.
+fn the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    import_published(&db);
+    let args = ["--models", "gpt-4", "--correction", "bh"];
+    let r = json(&db, &args);
+    let md = report(&db, &args);
+    let caption = "Table 2. Factor table of humans: per factor and category, paired t-test; \
+                   effect size d\\_z; α = 0.01, p adjusted (bh).";
+    let start = md.find(caption).unwrap_or_else(|| panic!("{md}"));
+    let table: Vec<&str> = md[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with("| "))
+        .collect();
+    assert_eq!(
+        table[0],
+        "| Factor | Emotion | Category | n default | n evoked | Default mean ± SD | \
+         Evoked mean ± SD | Δ | t | df | p | p adjusted | Effect size | Change |"
+    );
+    // 36 factors × 2 categories after the header and the alignment row.
+    assert_eq!(table.len(), 2 + 72, "{md}");
+    let humans = cohort(&r, "humans");
+    let factors: Vec<&Value> = humans["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["level"] == "factor")
+        .collect();
+    assert_eq!(factors.len(), 36);
+    // Every row is its JSON cell, formatted.
+    for (row, (g, x)) in table[2..].iter().zip(factors.iter().flat_map(|g| {
+        g["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(move |x| (*g, x))
+    })) {
+        let f = |k: &str, d: usize| format!("{:.d$}", x[k].as_f64().unwrap());
+        let p = |k: &str| {
+            let p = x[k].as_f64().unwrap();
+            if p < 0.001 {
+                "&lt; 0.001".to_owned()
+            } else {
+                format!("{p:.3}")
+            }
+        };
+        let expected = format!(
+            "| {} | {} | {} | {} | {} | {} ± {} | {} ± {} | ",
+            emotionbench::export::report::md(g["factor"].as_str().unwrap()),
+            g["emotion"].as_str().unwrap(),
+            x["name"].as_str().unwrap(),
+            x["n_default"],
+            x["n_evoked"],
+            f("default_mean", 1),
+            f("default_sd", 1),
+            f("evoked_mean", 1),
+            f("evoked_sd", 1),
+        );
+        assert!(row.starts_with(&expected), "{row}\n{expected}");
+        let tail = format!(
+            " | {} | {} | {} | {} | {} | ",
+            f("t", 2),
+            f("df", 1),
+            p("p"),
+            p("p_adjusted"),
+            f("effect_size", 2)
+        );
+        assert!(row.contains(&tail), "{row}\n{tail}");
+    }
+    // The first humans' row, as scipy.stats.ttest_rel gives it (tools/stats_reference.py,
+    // published_factor_row) for the 35 participants of
+    // "Facing Self-Opinioned People" (Positive Affect): t = -1.29, df = 34, p = 0.205.
+    assert!(
+        table[2].contains("| 35 | 35 | 26.6 ± 9.0 | 24.5 ± 7.8 | -2.2 | -1.29 | 34.0 | 0.205 |"),
+        "{}",
+        table[2]
+    );
+    // The model's table follows, numbered; the JSON has its factor rows too.
+    assert!(md.contains("Table 3. Factor table of gpt-4: per factor and category, two-sample"));
+    assert_eq!(
+        cohort(&r, "gpt-4")["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| g["level"] == "factor" && g["categories"][0]["p_adjusted"].is_f64())
+            .count(),
+        36
+    );
+    // HTML: the same tables with their captions, each in a focusable scrolling region.
+    let html = report(
+        &db,
+        &[
+            "--models",
+            "gpt-4",
+            "--correction",
+            "bh",
+            "--format",
+            "html",
+        ],
+    );
+    assert!(html.contains("<caption>Table 1. Change per emotion and category"));
+    assert!(html.contains("<caption>Table 2. Factor table of humans"));
+    assert!(html.contains("<caption>Table 3. Factor table of gpt-4"));
+    assert_eq!(
+        html.matches("<div class=\"table-scroll\" tabindex=\"0\" role=\"region\"")
+            .count(),
+        3
+    );
+    assert!(html.contains("<th scope=\"row\">Facing Self-Opinioned People</th>"));
+}
+
 on_both_backends!(
+    the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json,
     upstream_files_alone_import_and_reproduce_the_paper,
     the_published_data_reproduces_the_humans_and_table_2_of_the_paper,
     the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_page,

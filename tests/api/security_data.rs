@@ -455,12 +455,27 @@ fn report_csv_and_markdown_make_model_and_factor_names_inert(db: TestDb) {
             .filter(|&i| b[i] == b'|' && (i == 0 || b[i - 1] != b'\\'))
             .count()
     };
-    let table: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
-    assert!(table.len() > 3, "{md}");
-    let width = unescaped_pipes(table[0]);
-    for line in &table {
-        assert_eq!(unescaped_pipes(line), width, "{line}");
+    // Every table (Table 1, then the factor tables, which name the factors) keeps its width.
+    let mut tables: Vec<Vec<&str>> = Vec::new();
+    let mut last_was_row = false;
+    for l in md.lines() {
+        let row = l.starts_with("| ");
+        match (row, last_was_row, tables.last_mut()) {
+            (true, true, Some(t)) => t.push(l),
+            (true, _, _) => tables.push(vec![l]),
+            _ => {}
+        }
+        last_was_row = row;
     }
+    assert!(tables.len() >= 3, "{md}");
+    for t in &tables {
+        assert!(t.len() > 3, "{md}");
+        let width = unescaped_pipes(t[0]);
+        for line in t {
+            assert_eq!(unescaped_pipes(line), width, "{line}");
+        }
+    }
+    let table = &tables[0];
     assert!(
         table[0].contains(r"=cmd\|' /C calc'!A0 &lt;script&gt;alert(1)&lt;/script&gt; \| x"),
         "{}",
