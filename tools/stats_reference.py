@@ -1,4 +1,4 @@
-"""Reference values for the statistics in src/domain/{psychometrics,distance,bootstrap,power}.rs (#16).
+"""Reference values for the statistics in src/domain/{psychometrics,distance,bootstrap,power,reliability}.rs (#16).
 
 The Rust unit tests hard-code the same small datasets as below and pin the values this script
 prints, so every statistic is checked against an independent computation (pingouin, scipy,
@@ -132,6 +132,56 @@ def main():
     print(f"bootstrap mean CI = {boot_mean_ci(BOOT).tolist()!r}  (numpy, B=20000, seed 16)")
     print(f"mean(BOOT)        = {float(np.mean(BOOT))!r}")
     power_reference()
+    retest_reference()
+    published_reference()
+
+
+def retest_reference():
+    """src/domain/reliability.rs: ICC(1) (one-way random, single measure) by pingouin."""
+    # Shrout & Fleiss (1979), Table 2: 6 targets x 4 judges; their ICC(1,1) = .17.
+    table = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
+    long = pd.DataFrame(
+        [(t, j, x) for t, row in enumerate(table) for j, x in enumerate(row)],
+        columns=["target", "rater", "score"],
+    )
+    icc = pg.intraclass_corr(long, targets="target", raters="rater", ratings="score")
+    icc = icc.set_index("Type")
+    print(f"ICC(1,1) Shrout-Fleiss = {float(icc.loc['ICC(1,1)', 'ICC'])!r}  (pingouin)")
+
+
+def published_reference(data="../shared/emotionbench"):
+    """The report's psychometrics on the published data (tests/api/psychometrics.rs): α
+    (pingouin), ω (omega_pa above) of the humans' PANAS categories before and after, from
+    derived/human_responses.csv; ICC(1) (pingouin) of gpt-4's category sums over the 176
+    prompts (General + 175 situations) x their first 10 repeats, from the released results."""
+    import os
+    if not os.path.isdir(data):
+        print(f"published data not found at {data}: skipped")
+        return
+    pa = [1, 3, 5, 9, 10, 12, 14, 16, 17, 19]
+    na = [2, 4, 6, 7, 8, 11, 13, 15, 18, 20]
+    humans = pd.read_csv(f"{data}/derived/human_responses.csv")
+    for phase in ["before", "after"]:
+        for name, items in [("PA", pa), ("NA", na)]:
+            cols = [c for c in humans.columns if c.startswith(f"{phase}_")
+                    and int(c.split("_")[1]) in items]
+            rows = humans[cols].astype(float).values.tolist()
+            print(f"humans {phase} {name}: alpha = {alpha(rows)!r}  omega = {omega_pa(rows)[0]!r}")
+    gpt4 = pd.read_csv(f"{data}/results/PANAS Test/gpt-4-PANAS-testing.csv")
+    answers = gpt4.iloc[1:21].drop(columns=["question-0", "order-0"]).astype(int)
+    prompts = {}
+    for col in answers.columns:
+        prompt, repeat = col.rsplit("_test-", 1)
+        prompts.setdefault(prompt, []).append((int(repeat.split("_")[0]), col))
+    for name, items in [("PA", pa), ("NA", na)]:
+        long = []
+        for prompt, trials in prompts.items():
+            for repeat, col in sorted(trials)[:10]:
+                long.append((prompt, repeat, int(answers[col].iloc[[i - 1 for i in items]].sum())))
+        df = pd.DataFrame(long, columns=["prompt", "repeat", "score"])
+        icc = pg.intraclass_corr(df, targets="prompt", raters="repeat", ratings="score")
+        icc1 = float(icc.set_index("Type").loc["ICC(1,1)", "ICC"])
+        print(f"gpt-4 {name}: ICC(1) = {icc1!r} over {len(prompts)} prompts x 10 repeats")
 
 
 def power_reference():

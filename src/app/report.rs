@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::domain::instrument::{Convention, Instrument};
 use crate::domain::measure::Measure;
+use crate::domain::reliability::{Keying, Prompt, Response, psychometrics};
 use crate::domain::report::{
     Condition, Factor, HumanObservation, Inputs, Layout, Mode, ModelInput, Report, Trial, build,
 };
@@ -109,13 +110,13 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     if request.split.is_some() && !store::report::has_split(conn, study.id)? {
         return Err(Error::NoSplit(slug.to_owned()));
     }
-    let humans = if humans_answer_it {
+    let (humans, human_responses) = if humans_answer_it {
         humans(conn, &study, request, &factor_of, &scorer)?
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let (cohort_names, filter) = cohorts(conn, &study, request, instrument_id, &instrument)?;
-    let models = model_inputs(
+    let (models, model_responses) = model_inputs(
         conn,
         &study,
         instrument_id,
@@ -137,7 +138,8 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         ),
     };
     let compare = (request.runs.len() == 2).then_some((0, 1));
-    Ok(build(
+    let with_humans = !humans.is_empty();
+    let mut report = build(
         &Inputs {
             study: slug.to_owned(),
             instrument: instrument.key.clone(),
@@ -149,7 +151,17 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
             compare,
         },
         options,
-    ))
+    );
+    // The cohorts come humans first (when there are any), then the models in input order.
+    let keying = Keying::of(&instrument);
+    let responses = with_humans
+        .then_some(human_responses)
+        .into_iter()
+        .chain(model_responses);
+    for (cohort, responses) in report.cohorts.iter_mut().zip(responses) {
+        cohort.psychometrics = Some(psychometrics(&keying, &responses));
+    }
+    Ok(report)
 }
 
 /// Scores answers on the report's instrument under its convention.
@@ -211,40 +223,80 @@ fn layout(
     Ok((layout, factor_of))
 }
 
-/// The humans' observations (only on their own instrument): rows come ordered by participant,
-/// phase, item.
+/// The humans' observations (only on their own instrument), and their two answered
+/// questionnaires each for the psychometrics: rows come ordered by participant, phase, item.
 fn humans(
     conn: &mut DbConnection,
     study: &Study,
     request: &ReportRequest,
     factor_of: &HashMap<i64, usize>,
     scorer: &Scorer,
-) -> Result<Vec<HumanObservation>> {
+) -> Result<(Vec<HumanObservation>, Vec<Response>)> {
     let rows = store::report::completed_answers(conn, study.id, request.split)?;
     let mut humans = Vec::new();
+    let mut responses = Vec::new();
     let mut i = 0;
     while i < rows.len() {
         let (pid, situation) = (rows[i].0, rows[i].1);
         let (mut before, mut after) = (Vec::new(), Vec::new());
+        // (display position, item) of each answer, per phase.
+        let (mut shown_before, mut shown_after) = (Vec::new(), Vec::new());
         while i < rows.len() && rows[i].0 == pid {
+            let item = u32::try_from(rows[i].3).unwrap_or(0);
             match rows[i].2 {
-                Measure::Default => before.push(rows[i].4),
-                Measure::Evoked => after.push(rows[i].4),
+                Measure::Default => {
+                    before.push(rows[i].4);
+                    shown_before.push((rows[i].5, item));
+                }
+                Measure::Evoked => {
+                    after.push(rows[i].4);
+                    shown_after.push((rows[i].5, item));
+                }
             }
             i += 1;
         }
         let factor = situation.and_then(|s| factor_of.get(&s.0).copied());
-        if let (Some(factor), Some(before), Some(after)) =
+        if let (Some(factor), Some(before_scores), Some(after_scores)) =
             (factor, scorer.score(&before), scorer.score(&after))
         {
+            responses.push(human_response(
+                Measure::Default,
+                before,
+                &before_scores,
+                shown_before,
+            ));
+            responses.push(human_response(
+                Measure::Evoked,
+                after,
+                &after_scores,
+                shown_after,
+            ));
             humans.push(HumanObservation {
                 factor,
-                before,
-                after,
+                before: before_scores,
+                after: after_scores,
             });
         }
     }
-    Ok(humans)
+    Ok((humans, responses))
+}
+
+/// One phase of a participant as a [`Response`]: the item order is the items sorted by the
+/// position each was shown at.
+fn human_response(
+    measure: Measure,
+    answers: Vec<i32>,
+    scores: &[f64],
+    mut shown: Vec<(i32, u32)>,
+) -> Response {
+    shown.sort_unstable();
+    Response {
+        measure,
+        answers,
+        scores: scores.to_vec(),
+        shown: Some(shown.into_iter().map(|(_, item)| item).collect()),
+        prompt: None,
+    }
 }
 
 /// The model cohorts: by model name, or one per requested run.
@@ -306,7 +358,7 @@ fn model_inputs(
     filter: &TrialFilter,
     factor_of: &HashMap<i64, usize>,
     scorer: &Scorer,
-) -> Result<Vec<ModelInput>> {
+) -> Result<(Vec<ModelInput>, Vec<Vec<Response>>)> {
     let mut inputs: Vec<ModelInput> = cohort_names
         .into_iter()
         .map(|name| ModelInput {
@@ -314,12 +366,16 @@ fn model_inputs(
             trials: Vec::new(),
         })
         .collect();
+    let mut responses: Vec<Vec<Response>> = vec![Vec::new(); inputs.len()];
     for row in store::report::trials(conn, study.id, instrument_id, filter)? {
         let cohort = match filter {
             TrialFilter::Models(names) => names.iter().position(|m| *m == row.model),
             TrialFilter::Runs(ids) => ids.iter().position(|r| *r == row.run_id),
         };
-        let Some(input) = cohort.and_then(|c| inputs.get_mut(c)) else {
+        let (Some(input), Some(answered)) = (
+            cohort.and_then(|c| inputs.get_mut(c)),
+            cohort.and_then(|c| responses.get_mut(c)),
+        ) else {
             continue;
         };
         let condition = match row.measure {
@@ -334,11 +390,24 @@ fn model_inputs(
         };
         // A failed trial counts as a failure; a done one is scored (None when its answers do
         // not fit the instrument).
-        let scores = match (row.status, row.scores) {
+        let scores = match (row.status, &row.scores) {
             (TrialStatus::Done, Some(answers)) => scorer.score(&answers.0),
             _ => None,
         };
+        if let (Some(scores), Some(answers)) = (&scores, row.scores) {
+            answered.push(Response {
+                measure: row.measure,
+                answers: answers.0,
+                scores: scores.clone(),
+                shown: Some(row.item_order.0),
+                prompt: Some(Prompt {
+                    run: row.run_id.0,
+                    situation: row.situation.map(|s| s.0),
+                    repeat: row.repeat_index,
+                }),
+            });
+        }
         input.trials.push(Trial { condition, scores });
     }
-    Ok(inputs)
+    Ok((inputs, responses))
 }

@@ -17,6 +17,7 @@ pub mod power;
 pub mod prompt;
 pub mod psychometrics;
 pub mod rate;
+pub mod reliability;
 pub mod report;
 pub mod run;
 pub mod situation;

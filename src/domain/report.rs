@@ -146,6 +146,11 @@ pub struct Cohort {
     /// Model trials that failed (excluded from the statistics); 0 for humans.
     pub failed_trials: usize,
     pub groups: Vec<Group>,
+    /// Reliability, item position and test–retest (`domain::reliability`), as the cohort's
+    /// `reliability`, `item_position` and `test_retest`; set by the app, which has the item
+    /// answers (`None` only for a report built without them).
+    #[serde(flatten)]
+    pub psychometrics: Option<super::reliability::Psychometrics>,
 }
 
 /// Alignment of one category between a model and the humans.
@@ -384,6 +389,7 @@ fn human_cohort(layout: &Layout, humans: &[HumanObservation]) -> Cohort {
         observations: humans.len(),
         failed_trials: 0,
         groups,
+        psychometrics: None,
     }
 }
 
@@ -443,6 +449,7 @@ fn model_cohort(layout: &Layout, model: &ModelInput, options: Options) -> Cohort
         observations: defaults.len() + evoked.len(),
         failed_trials: failed,
         groups,
+        psychometrics: None,
     }
 }
 

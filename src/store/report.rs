@@ -4,14 +4,17 @@
 use diesel::prelude::*;
 
 use super::schema::{model_runs, model_trials, participants, responses};
-use super::{DbConnection, InstrumentId, ParticipantId, RunId, Scores, SituationId, StudyId};
+use super::{
+    DbConnection, InstrumentId, ItemOrder, ParticipantId, RunId, Scores, SituationId, StudyId,
+};
 use crate::domain::measure::Measure;
 use crate::domain::run::TrialStatus;
 use crate::domain::split::Side;
 use crate::domain::survey::ParticipantStatus;
 
-/// One answer of a completed participant: participant, situation, phase, item, value.
-pub type AnswerRow = (ParticipantId, Option<SituationId>, Measure, i32, i32);
+/// One answer of a completed participant: participant, situation, phase, item, value, and
+/// the position it was shown at.
+pub type AnswerRow = (ParticipantId, Option<SituationId>, Measure, i32, i32, i32);
 
 /// The answers of a study's completed participants (only those on `split`'s side when given),
 /// by participant, phase and item.
@@ -41,6 +44,7 @@ pub fn completed_answers(
             responses::phase,
             responses::item_number,
             responses::value,
+            responses::display_position,
         ))
         .load(conn)
 }
@@ -89,6 +93,10 @@ pub struct TrialRow {
     pub status: TrialStatus,
     /// The answers, canonical item order.
     pub scores: Option<Scores>,
+    /// Which repeat of its prompt (test–retest).
+    pub repeat_index: i32,
+    /// The items in the order shown (the item-position effect).
+    pub item_order: ItemOrder,
 }
 
 /// The finished (`done` or `failed`) trials of a study's runs on an instrument, selected by
@@ -117,6 +125,8 @@ pub fn trials(
             model_trials::situation_id,
             model_trials::status,
             model_trials::scores,
+            model_trials::repeat_index,
+            model_trials::item_order,
         ))
         .load(conn)
 }

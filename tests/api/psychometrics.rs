@@ -1,11 +1,224 @@
 //! The psychometrics of the report's cohorts and the planning of a run (#16, points 4 and 5):
-//! `emotionbench plan`, the new-run form's planning answer.
+//! each cohort's `reliability` (α, ω per measure and category), `item_position` and
+//! `test_retest` in the report's JSON; `emotionbench plan`, the new-run form's planning answer.
 
+use std::time::Duration;
+
+use emotionbench::llm::fake::{FakeAction, FakeRequest, FakeServer};
 use emotionbench::store::users::Role;
+use serde_json::Value;
 
 use crate::admin::signed_in;
-use crate::helpers::{TestDb, cli, ok, spawn_app, stderr};
+use crate::helpers::{TestDb, cli, ok, spawn_app, stderr, upstream};
+use crate::humans::{human_csv, import_tested_175};
+use crate::model_results::results_file;
 use crate::on_both_backends;
+use crate::runs::{config, eb, provider, run_id};
+
+fn cohort<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["cohorts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no cohort {name}"))
+}
+
+/// `reliability` entry of a cohort: (measure, category).
+fn entry<'a>(c: &'a Value, measure: &str, category: &str) -> &'a Value {
+    c["reliability"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["measure"] == measure && e["category"] == category)
+        .unwrap_or_else(|| panic!("no {measure} {category} in {}", c["reliability"]))
+}
+
+fn close(v: &Value, expected: f64) {
+    let x = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    assert!((x - expected).abs() < 1e-9, "{x} vs {expected}");
+}
+
+/// On the published humans and gpt-4/gpt-3.5-turbo answers every cohort has α and ω per
+/// measure and category; the figures are pingouin's (α), the principal-axes ω and pingouin's
+/// ICC(1) computed from the upstream files by tools/stats_reference.py, published_reference().
+fn every_cohort_has_alpha_and_omega_per_category_on_the_published_data(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    import_tested_175(&db);
+    ok(cli(
+        &db.url,
+        &["import", "humans", &human_csv(), "--study", "crowd"],
+    ));
+    for model in ["gpt-4", "gpt-3.5-turbo"] {
+        let file = results_file(model);
+        let args = [
+            "import",
+            "model-results",
+            &file,
+            "--study",
+            "crowd",
+            "--model",
+            model,
+        ];
+        ok(cli(&db.url, &args));
+    }
+    let text = ok(cli(
+        &db.url,
+        &["report", "--study", "crowd", "--format", "json"],
+    ));
+    let r: Value = serde_json::from_str(&text).unwrap();
+    for c in r["cohorts"].as_array().unwrap() {
+        let entries = c["reliability"].as_array().unwrap();
+        assert_eq!(entries.len(), 4, "{}: {entries:?}", c["name"]);
+        for e in entries {
+            for k in ["alpha", "omega"] {
+                // A number, or null with the reason.
+                let missing = &e[format!("{k}_missing")];
+                assert!(e[k].is_f64() != missing.is_string(), "{k}: {e}");
+            }
+        }
+    }
+    let humans = cohort(&r, "humans");
+    for (measure, category, alpha, omega) in [
+        (
+            "default",
+            "Positive Affect",
+            0.9308724093424635,
+            0.9316776597332908,
+        ),
+        (
+            "default",
+            "Negative Affect",
+            0.9072802081952848,
+            0.9117652866667684,
+        ),
+        (
+            "evoked",
+            "Positive Affect",
+            0.9050817384675574,
+            0.9076024618628413,
+        ),
+        (
+            "evoked",
+            "Negative Affect",
+            0.9053770621751065,
+            0.9071917086399546,
+        ),
+    ] {
+        let e = entry(humans, measure, category);
+        close(&e["alpha"], alpha);
+        close(&e["omega"], omega);
+        assert_eq!(e["respondents"], 1266);
+        assert_eq!(e["items"], 10);
+    }
+    // Humans answer once per measure; the imported files show one item order.
+    assert_eq!(humans["test_retest"]["prompts"], 0);
+    assert_eq!(humans["item_position"]["shuffled"], false);
+    assert!(
+        humans["item_position"]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("every response showed the items in one order")
+    );
+    let gpt4 = cohort(&r, "gpt-4");
+    close(
+        &entry(gpt4, "evoked", "Positive Affect")["respondents"],
+        1750.0,
+    );
+    // GPT-4's default NA is 10 in all 50 trials: no α, and the reason says why.
+    let na = entry(gpt4, "default", "Negative Affect");
+    assert!(na["alpha"].is_null());
+    assert_eq!(na["alpha_missing"], "the total score has no variance");
+    let retest = &gpt4["test_retest"];
+    assert_eq!(
+        (retest["prompts"].as_u64(), retest["repeats"].as_u64()),
+        (Some(176), Some(10))
+    );
+    close(&retest["categories"][0]["icc1"], 0.8416297290201415);
+    close(&retest["categories"][1]["icc1"], 0.8643650707099949);
+    let gpt35 = cohort(&r, "gpt-3.5-turbo");
+    assert!(entry(gpt35, "evoked", "Negative Affect")["alpha"].is_f64());
+}
+
+/// Answers every item shown in the first half with 4 and the rest with 2, whatever the item:
+/// a pure position effect.
+fn by_position(req: &FakeRequest) -> FakeAction {
+    let n = req.item_count();
+    let lines: Vec<String> = (1..=n)
+        .map(|p| format!("{p}. {}", if p <= n / 2 { 4 } else { 2 }))
+        .collect();
+    FakeAction::text(req, &lines.join("\n"), Duration::ZERO)
+}
+
+/// A run shuffles each trial's item order (seeded): the report's mean answer by displayed
+/// position shows the model's position effect (4 in the first half, 2 after), and test–retest
+/// runs over the run's prompts × repeats.
+fn the_item_position_effect_is_measured_over_shuffled_orders(db: TestDb) {
+    {
+        let pool = db.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
+    }
+    let server = FakeServer::start(by_position).unwrap();
+    let cfg = config(&[provider(
+        "fake",
+        "openai",
+        &server.base_url(),
+        "concurrency = 4",
+    )]);
+    let args = [
+        "run",
+        "--study",
+        "demo",
+        "--provider",
+        "fake",
+        "--model",
+        "m",
+        "--default-repeats",
+        "3",
+        "--repeats",
+        "3",
+        "--seed",
+        "5",
+    ];
+    let out = ok(eb(&db, &cfg, &args, &[]));
+    assert!(out.contains("completed"), "{out}");
+    let _ = run_id(&out);
+    let text = ok(eb(
+        &db,
+        &cfg,
+        &["report", "--study", "demo", "--format", "json"],
+        &[],
+    ));
+    let r: Value = serde_json::from_str(&text).unwrap();
+    let m = cohort(&r, "m");
+    let trials = m["observations"].as_u64().unwrap();
+    let position = &m["item_position"];
+    assert_eq!(position["shuffled"], true, "{position}");
+    assert_eq!(position["responses"].as_u64(), Some(trials));
+    assert!(position["orders"].as_u64().unwrap() > 1);
+    let means = position["positions"].as_array().unwrap();
+    assert_eq!(means.len(), 20);
+    for p in means {
+        let at = p["position"].as_u64().unwrap();
+        close(&p["mean"], if at <= 10 { 4.0 } else { 2.0 });
+        assert_eq!(p["n"].as_u64(), Some(trials));
+    }
+    close(&position["spread"], 2.0);
+    let retest = &m["test_retest"];
+    assert_eq!(retest["repeats"], 3, "{retest}");
+    assert_eq!(retest["prompts"].as_u64(), Some(trials / 3));
+    for c in retest["categories"].as_array().unwrap() {
+        let icc = c["icc1"].as_f64().unwrap_or_else(|| panic!("{c}"));
+        assert!((-1.0..=1.0).contains(&icc), "{icc}");
+    }
+    // Item answers depend on the position only: the items of a category do not covary
+    // consistently, α is far from a reliable scale's.
+    let pa = entry(m, "evoked", "Positive Affect");
+    assert!(pa["alpha"].as_f64().is_none_or(|a| a < 0.5), "{pa}");
+}
 
 /// `plan` answers as statsmodels' `TTestIndPower().solve_power` rounded up
 /// (tools/stats_reference.py: d = 0.5, α = 0.05, power 0.8 → 63.77 → 64; d = 0.8, α = 0.01,
@@ -112,4 +325,8 @@ fn the_new_run_form_plans_the_repeats(db: TestDb) {
     );
 }
 
-on_both_backends!(the_new_run_form_plans_the_repeats);
+on_both_backends!(
+    the_new_run_form_plans_the_repeats,
+    every_cohort_has_alpha_and_omega_per_category_on_the_published_data,
+    the_item_position_effect_is_measured_over_shuffled_orders,
+);
