@@ -176,6 +176,13 @@ fn identity_columns() -> Vec<Column> {
             "true when the participant was imported from published data rather than taking the survey here.",
         ),
         col(
+            "pilot",
+            "Pilot",
+            "boolean",
+            "true, false",
+            "true when the participant came through the study's pilot link (a test by the research team, never counted); pilots are exported only when asked for.",
+        ),
+        col(
             "prolific_pid",
             "Prolific participant id",
             "string",
@@ -458,6 +465,7 @@ fn identity(ctx: &Context, p: &ExportParticipant) -> Vec<String> {
         p.export_id.clone(),
         p.source_ref.clone().unwrap_or_default(),
         boolean(p.imported).to_owned(),
+        boolean(p.pilot).to_owned(),
         p.prolific_pid.clone().unwrap_or_default(),
         p.prolific_study_id.clone().unwrap_or_default(),
         p.prolific_session_id.clone().unwrap_or_default(),

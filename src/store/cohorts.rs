@@ -166,6 +166,8 @@ pub struct ExportParticipant {
     pub flag_fast: bool,
     pub flag_failed_check: bool,
     pub imported: bool,
+    /// A pilot participant (the study's pilot link); exported only when asked for.
+    pub pilot: bool,
     pub source_ref: Option<String>,
     pub created_at: NaiveDateTime,
     pub completed_at: Option<NaiveDateTime>,

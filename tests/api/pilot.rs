@@ -104,6 +104,14 @@ fn pilots_walk_a_draft_to_the_end_and_count_nowhere(db: TestDb) {
         ],
     ));
     assert_eq!(lines(&wide), 3, "both pilots: {wide}");
+    // Each row says it is a pilot, so a file with pilots cannot pass for real data.
+    let mut rows = wide.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let header = rows.next().unwrap_or_default();
+    let at = header
+        .iter()
+        .position(|c| *c == "pilot")
+        .expect("a pilot column");
+    assert!(rows.all(|r| r[at] == "true"), "{wide}");
 
     // A made-up token is no pilot link, nor a made-up pilot field in the consent form.
     assert_eq!(
