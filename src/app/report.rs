@@ -411,3 +411,47 @@ fn model_inputs(
     }
     Ok((inputs, responses))
 }
+
+/// What the report page offers to choose from: the study's models (on the chosen instrument),
+/// its runs, the instruments its humans or runs answered, and whether it has a split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choices {
+    pub models: Vec<String>,
+    /// Run id and a label (`run 3: gpt-4 [eb-code] on PANAS`), newest first.
+    pub runs: Vec<(store::RunId, String)>,
+    /// Instrument keys, the study's own first.
+    pub instruments: Vec<String>,
+    pub split: bool,
+}
+
+/// The choices of study `slug`'s report page; `instrument` (a key) picks whose models are
+/// listed, the study's own when absent or unknown (the page then says the key is unknown).
+pub fn choices(conn: &mut DbConnection, slug: &str, instrument: Option<&str>) -> Result<Choices> {
+    let study = studies::load(conn, slug)?.ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
+    let own = instruments::get(conn, study.instrument_id)?.key;
+    let mut keys = vec![own.clone()];
+    let mut runs = Vec::new();
+    for run in runs::list(conn)?
+        .into_iter()
+        .filter(|r| r.study_id == Some(study.id))
+    {
+        let key = instruments::get(conn, run.instrument_id)?.key;
+        runs.push((
+            run.id,
+            format!("run {}: {} [{}] on {key}", run.id, run.model, run.template),
+        ));
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let chosen = match instrument.filter(|k| keys.iter().any(|x| x == k)) {
+        Some(k) => instruments::load(conn, k)?.map_or(study.instrument_id, |(id, _)| id),
+        None => study.instrument_id,
+    };
+    Ok(Choices {
+        models: store::report::models(conn, study.id, chosen)?,
+        runs,
+        instruments: keys,
+        split: store::report::has_split(conn, study.id)?,
+    })
+}

@@ -85,6 +85,7 @@ route_table! {
         post "/studies/import"                    => admin::study_reuse::import, Admin;
         get  "/studies/{study}"                   => admin::studies::monitor, Researcher;
         get  "/studies/{study}/report"            => admin::report::show, Researcher;
+        get  "/studies/{study}/report/export/{chart}" => admin::report::chart_svg, ResearcherDownload;
         get  "/studies/{study}/edit"              => admin::studies::edit_form, Admin;
         post "/studies/{study}"                   => admin::studies::update, Admin;
         post "/studies/{study}/status"            => admin::studies::set_status, Admin;

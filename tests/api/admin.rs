@@ -77,6 +77,11 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("post", "/admin/studies/import", Access::Admin),
     ("get", "/admin/studies/{study}", Access::Researcher),
     ("get", "/admin/studies/{study}/report", Access::Researcher),
+    (
+        "get",
+        "/admin/studies/{study}/report/export/{chart}",
+        Access::ResearcherDownload,
+    ),
     ("get", "/admin/studies/{study}/edit", Access::Admin),
     ("post", "/admin/studies/{study}", Access::Admin),
     ("post", "/admin/studies/{study}/status", Access::Admin),
@@ -164,6 +169,7 @@ fn concrete(path: &str) -> String {
         .replace("{token}", "matrixtoken")
         .replace("{file}", file)
         .replace("{set}", "matrix")
+        .replace("{chart}", "scatter.svg")
 }
 
 fn call(b: &Browser, method: &str, path: &str, csrf: Option<&str>) -> Reply {

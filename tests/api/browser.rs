@@ -1511,3 +1511,129 @@ fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: Test
 }
 
 on_both_backends!(a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser);
+
+// --- The report (#16): charts read at 100 % and the admin report page, phone and desktop.
+
+/// The report's own checks, in the page: every SVG drawn at its own size (so its text is the
+/// size it says), no legend over a bar or any other mark of the plot (SVG bounding boxes),
+/// every text of the page at 12 px or more. Returns the problems.
+const REPORT_READABLE: &str = "var out = [];
+function overlap(a, b) {
+  return a.x < b.x + b.width && a.x + a.width > b.x && a.y < b.y + b.height && a.y + a.height > b.y;
+}
+var svgs = document.querySelectorAll('figure.chart svg');
+if (svgs.length === 0) { out.push('no chart'); }
+svgs.forEach(function (svg, i) {
+  var scale = svg.getBoundingClientRect().width / svg.width.baseVal.value;
+  if (Math.abs(scale - 1) > 0.01) { out.push('chart ' + i + ' drawn at ' + scale); }
+  var legend = svg.querySelector('g.legend');
+  if (!legend) { out.push('chart ' + i + ' without a legend'); return; }
+  var lb = legend.getBBox();
+  var marks = 0;
+  svg.querySelectorAll('rect, circle, polygon, polyline, path, line, text').forEach(function (el) {
+    if (legend.contains(el)) { return; }
+    // The white background behind everything is not a mark.
+    if (el.tagName === 'rect' && el.getAttribute('fill') === '#FFFFFF') { return; }
+    marks += 1;
+    var b = el.getBBox();
+    if (overlap(b, lb)) { out.push('chart ' + i + ': legend over ' + el.outerHTML.slice(0, 90)); }
+  });
+  if (marks < 20) { out.push('chart ' + i + ' has only ' + marks + ' marks'); }
+});
+var texts = 0;
+document.querySelectorAll('body *').forEach(function (el) {
+  var own = Array.prototype.some.call(el.childNodes, function (n) {
+    return n.nodeType === 3 && n.textContent.trim() !== '';
+  });
+  if (!own || el.closest('option')) { return; }
+  var r = el.getBoundingClientRect();
+  if (r.width === 0 && r.height === 0) { return; }
+  var svg = el.closest('svg');
+  var scale = svg ? svg.getBoundingClientRect().width / svg.width.baseVal.value : 1;
+  var px = parseFloat(getComputedStyle(el).fontSize) * scale;
+  texts += 1;
+  if (px < 12) { out.push(px.toFixed(1) + ' px: ' + el.textContent.trim().slice(0, 40)); }
+});
+if (texts < 50) { out.push('only ' + texts + ' texts'); }
+return out.slice(0, 20);";
+
+/// The standalone HTML report (from `emotionbench report --format html`) and the admin report
+/// page with the published humans and two models, at 360×740 and 1280×800: the charts at their
+/// size with no legend over a mark, all text ≥ 12 px, axe 0 serious or critical.
+fn a_real_browser_reads_the_report_and_its_page_on_a_phone_and_a_desktop(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    if crate::helpers::upstream().is_none() {
+        return;
+    }
+    let backend = backend_name(&db);
+    crate::report::import_published(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    crate::helpers::ok(crate::helpers::cli(
+        &db.url,
+        &[
+            "report",
+            "--study",
+            "crowd",
+            "--format",
+            "html",
+            "-o",
+            html.to_str().unwrap(),
+        ],
+    ));
+    let app = spawn_app(db);
+    crate::admin::add_user(
+        &app,
+        "reader@example.org",
+        emotionbench::store::users::Role::Researcher,
+    );
+    let base = app.base.clone();
+    let mut failures = Vec::new();
+    let mut pages = 0;
+    for viewport in [(360, 740), (1280, 800)] {
+        let Some(chrome) = Chrome::start_at(viewport) else {
+            return;
+        };
+        let c = &chrome;
+        let mut audit = Audit::new(c, axe.clone(), backend);
+        c.goto(&format!("file://{}", html.display()));
+        c.wait_for_text("Figure 3.");
+        for p in c.exec(REPORT_READABLE, json!([])).as_array().unwrap() {
+            failures.push(format!("standalone {viewport:?}: {}", p.as_str().unwrap()));
+        }
+        audit.check_with("report standalone", ADMIN_LAYOUT);
+        sign_in(c, &base, "reader@example.org", crate::admin::PASSWORD);
+        let path = "/admin/studies/crowd/report";
+        c.goto(&format!(
+            "{base}{path}?mode=paper&models=gpt-4&models=gpt-3.5-turbo"
+        ));
+        c.wait_for(&base, path);
+        c.wait_for_text("Figure 3.");
+        for p in c.exec(REPORT_READABLE, json!([])).as_array().unwrap() {
+            failures.push(format!("admin {viewport:?}: {}", p.as_str().unwrap()));
+        }
+        // The form: each label sits right above its own field (same column, just above).
+        let misplaced = c.exec(
+            "var out = [];
+             document.querySelectorAll('form.report-options label').forEach(function (l) {
+               var f = document.getElementById(l.htmlFor), a = l.getBoundingClientRect(),
+                   b = f.getBoundingClientRect();
+               if (Math.abs(a.left - b.left) > 2 || b.top < a.bottom - 1 || b.top - a.bottom > 12) {
+                 out.push(l.textContent);
+               }
+             }); return out;",
+            json!([]),
+        );
+        assert_eq!(misplaced, json!([]), "{viewport:?}");
+        audit.check_with("admin report", ADMIN_LAYOUT);
+        c.goto(&format!("{base}{path}?models=gpt-44"));
+        c.wait_for_text("The report cannot be made");
+        audit.check_with("admin report, unknown model", ADMIN_LAYOUT);
+        pages += audit.pages.len();
+        failures.extend(audit.failures);
+    }
+    assert_eq!(pages, 6);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+on_both_backends!(a_real_browser_reads_the_report_and_its_page_on_a_phone_and_a_desktop);

@@ -14,7 +14,7 @@ use crate::model_results::{CHALLENGING, challenging_file, results_file};
 use crate::on_both_backends;
 
 /// The human cohort and the released gpt-4 and gpt-3.5-turbo answers in study `crowd`.
-fn import_published(db: &TestDb) {
+pub fn import_published(db: &TestDb) {
     import_tested_175(db);
     ok(cli(
         &db.url,
@@ -554,7 +554,148 @@ fn the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json(
     assert!(html.contains("<th scope=\"row\">Facing Self-Opinioned People</th>"));
 }
 
+/// The report page: select lists of the study's own models, instruments and splits; each chart
+/// downloadable as SVG from a route with the same query; a typo'd model or a bad α answered
+/// inside the admin layout (the form kept, to correct it) with 400, an unknown run with 404.
+fn the_admin_report_page_offers_choices_downloads_svg_and_keeps_errors_in_its_layout(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    import_published(&db);
+    let app = spawn_app(db);
+    let researcher = signed_in(&app, users::Role::Researcher);
+    // Two models chosen in the multiple select list: the query repeats the key.
+    let page = researcher
+        .get("/admin/studies/crowd/report?mode=paper&models=gpt-4&models=gpt-3.5-turbo&alpha=0.01");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains("<option value=\"gpt-4\" selected>gpt-4</option>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("<option value=\"gpt-3.5-turbo\" selected>")
+    );
+    assert!(page.body.contains(
+        "<select id=\"r-instrument\" name=\"instrument\"><option value=\"PANAS\" selected>"
+    ));
+    assert!(page.body.contains("<label for=\"r-models\">"));
+    assert!(
+        !page.body.contains("<input name=\"models\""),
+        "models are chosen, not typed"
+    );
+    assert!(
+        page.body
+            .contains("<figcaption>Figure 1. Δ Positive Affect")
+    );
+    assert!(page.body.contains("<figcaption>Figure 3. Each model"));
+    // The download link repeats the query; the route returns the same chart as SVG.
+    let link = "/admin/studies/crowd/report/export/bars-1.svg?mode=paper&#38;models=gpt-4&#38;\
+                models=gpt-3.5-turbo&#38;alpha=0.01";
+    assert!(page.body.contains(link), "{}", page.body);
+    let svg = researcher.get(&link.replace("&#38;", "&"));
+    assert_eq!(svg.status, 200, "{}", svg.body);
+    assert_eq!(
+        svg.header("content-type"),
+        Some("image/svg+xml; charset=utf-8")
+    );
+    assert!(svg.body.starts_with("<svg") && svg.body.trim_end().ends_with("</svg>"));
+    assert!(svg.body.contains("Δ Negative Affect per emotion"));
+    assert!(svg.body.contains("<g class=\"legend\">"));
+    assert!(svg.body.contains(">gpt-3.5-turbo</text>"));
+    // The text is drawn at 13 px or more (plotters' own sizes and the legend's).
+    for size in svg.body.split("font-size=\"").skip(1) {
+        let px: f64 = size.split('"').next().unwrap().parse().unwrap();
+        assert!(px >= 12.0, "font-size {px}");
+    }
+    let scatter = researcher.get("/admin/studies/crowd/report/export/scatter.svg?models=gpt-4");
+    assert_eq!(scatter.status, 200);
+    assert!(scatter.body.contains("gpt-4 (fit y = "), "{}", scatter.body);
+    assert!(scatter.body.contains(">y = x</text>"));
+    assert_eq!(
+        researcher
+            .get("/admin/studies/crowd/report/export/pie.svg")
+            .status,
+        404
+    );
+    // A typo'd model: the admin layout, the form, the message, 400.
+    let typo = researcher.get("/admin/studies/crowd/report?models=gpt-44");
+    assert_eq!(typo.status, 400, "{}", typo.body);
+    assert!(
+        typo.body.contains("<header class=\"site\">"),
+        "{}",
+        typo.body
+    );
+    assert!(typo.body.contains("class=\"report-options\""));
+    assert!(typo.body.contains("role=\"alert\""));
+    assert!(typo.body.contains("gpt-44"), "{}", typo.body);
+    assert!(!typo.body.contains("<svg"));
+    let alpha = researcher.get("/admin/studies/crowd/report?alpha=1.5");
+    assert_eq!(alpha.status, 400);
+    assert!(alpha.body.contains("<header class=\"site\">") && alpha.body.contains("α must be"));
+    assert!(
+        alpha.body.contains("value=\"1.5\""),
+        "the wrong value stays to correct it"
+    );
+    let run = researcher.get("/admin/studies/crowd/report?runs=999");
+    assert_eq!(run.status, 404, "{}", run.body);
+    assert!(run.body.contains("<header class=\"site\">"));
+}
+
+/// A model without Fear trials: its Fear bars are the hatched "n/a" boxes, never a bar of zero,
+/// and its Fear cells in the tables say n/a.
+fn missing_data_is_drawn_as_missing_never_as_a_zero_bar(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    import_published(&db);
+    // The released gpt-4 answers without any Fear column.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("no-fear.csv");
+    let mut r = csv::Reader::from_path(results_file("gpt-4")).unwrap();
+    let header = r.headers().unwrap().clone();
+    let keep: Vec<usize> = (0..header.len())
+        .filter(|&i| !header[i].starts_with("Fear-"))
+        .collect();
+    assert!(keep.len() < header.len());
+    let mut w = csv::Writer::from_path(&file).unwrap();
+    w.write_record(keep.iter().map(|&i| &header[i])).unwrap();
+    for row in r.records() {
+        let row = row.unwrap();
+        w.write_record(keep.iter().map(|&i| &row[i])).unwrap();
+    }
+    w.flush().unwrap();
+    ok(cli(
+        &db.url,
+        &[
+            "import",
+            "model-results",
+            file.to_str().unwrap(),
+            "--study",
+            "crowd",
+            "--model",
+            "gpt-4-no-fear",
+        ],
+    ));
+    let md = report(&db, &["--models", "gpt-4-no-fear"]);
+    let fear = md.lines().find(|l| l.starts_with("| Fear |")).unwrap();
+    assert!(fear.ends_with("| n/a | n/a |"), "{fear}");
+    let html = report(&db, &["--models", "gpt-4-no-fear", "--format", "html"]);
+    let bars = &html[html.find("<svg").unwrap()..html.find("</svg>").unwrap()];
+    // One hatched box with its label for the model's Fear (the legend says what it means).
+    assert_eq!(bars.matches("\nn/a\n</text>").count(), 1, "{bars}");
+    assert!(bars.contains(">n/a: no data</text>"));
+    // The humans' Fear bar, with its CI, is still drawn; the model's 7 other emotions too:
+    // 8 + 7 filled bars in the model's and the humans' colours.
+    let filled = bars.matches("<rect").count();
+    assert!(filled >= 15, "{filled}");
+}
+
 on_both_backends!(
+    missing_data_is_drawn_as_missing_never_as_a_zero_bar,
+    the_admin_report_page_offers_choices_downloads_svg_and_keeps_errors_in_its_layout,
     the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json,
     upstream_files_alone_import_and_reproduce_the_paper,
     the_published_data_reproduces_the_humans_and_table_2_of_the_paper,
