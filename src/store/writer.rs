@@ -133,10 +133,9 @@ const MAX_PASSIVE_PASSES: usize = 4;
 /// little during it: the RESTART can follow.
 const CONVERGED_FRAMES: u64 = 256;
 
-/// How long a resetting checkpoint may wait for the writer and for readers. While it waits for
-/// readers it holds the write lock, so this bounds what it can add to a survey request; when the
-/// time runs out the checkpoint gives up (SQLITE_BUSY) and the next tick tries again.
-const RESET_WAIT_MS: u32 = 50;
+/// How long a resetting checkpoint is retried while the writer or readers keep it busy; when the
+/// time runs out the next tick tries again.
+const RESET_WAIT_MS: u64 = 50;
 
 /// The writer's connection never checkpoints itself: a checkpoint writes pages back and syncs
 /// the file, and every survey request would wait behind it. The
@@ -157,15 +156,16 @@ fn open_writer(manager: &ConnectionManager, wal_reset_bytes: u64) -> Result<DbCo
 /// passes ([`converge`]) and a RESTART checkpoint, which takes the write lock for the little
 /// left and makes the writer's next transaction rewind the WAL (cutting the file only when it
 /// is larger than [`wal_keep_bytes`]); and when the writer was idle for a tick and the file is still larger
-/// than that, a TRUNCATE, which cuts it to zero. Either waits at most [`RESET_WAIT_MS`] (its
-/// own connection's busy timeout).
+/// than that, a TRUNCATE, which cuts it to zero. Either is retried for at most
+/// [`RESET_WAIT_MS`] ([`reset_now`]).
 fn checkpoint(
     mut conn: DbConnection,
     wal: &std::path::Path,
     reset_bytes: u64,
     writer_gone: &mpsc::Receiver<()>,
 ) {
-    if let Err(e) = conn.batch_execute(&format!("PRAGMA busy_timeout = {RESET_WAIT_MS}")) {
+    // No busy handler: `reset_now` retries on its own, without sleeping under the lock.
+    if let Err(e) = conn.batch_execute("PRAGMA busy_timeout = 0") {
         tracing::warn!(error = %e, "setting the checkpointer's busy timeout");
     }
     let mut last_frames = 0;
@@ -197,16 +197,16 @@ fn checkpoint(
         } else {
             continue;
         };
-        // SQLITE_BUSY comes back as a row, not an error: the next tick retries.
         let started = std::time::Instant::now();
-        match diesel::RunQueryDsl::get_result::<CheckpointRow>(diesel::sql_query(reset), &mut conn)
-        {
-            // The time a reset held the write lock is what it can add to a survey request.
-            Ok(row) => tracing::info!(
+        match reset_now(&mut conn, reset) {
+            // What an attempt held the write lock for is what it can add to a survey request.
+            Ok(r) => tracing::info!(
                 target: "emotionbench::wal",
                 mode = reset,
-                busy = row.busy != 0,
+                busy = r.busy,
                 passes,
+                attempts = r.attempts,
+                longest_attempt_ms = r.longest.as_secs_f64() * 1e3,
                 ms = started.elapsed().as_secs_f64() * 1e3,
                 wal_bytes = size,
                 "WAL reset"
@@ -214,6 +214,47 @@ fn checkpoint(
             Err(e) => tracing::warn!(error = %e, wal_bytes = size, "WAL reset"),
         }
     }
+}
+
+/// How a reset went: still busy when the time ran out, after how many attempts, and the
+/// longest one (an attempt holds the write lock at most for its own length).
+struct Reset {
+    busy: bool,
+    attempts: u32,
+    longest: std::time::Duration,
+}
+
+/// The pause between two reset attempts.
+const RESET_RETRY: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// Runs the resetting checkpoint `sql` until it is not busy, for at most [`RESET_WAIT_MS`].
+/// The checkpointer's connection has no busy timeout: with one, a RESTART that finds a reader
+/// still on the WAL keeps the write lock while SQLite's busy handler sleeps (1, 2, 5, 10 ms…)
+/// between its tries, and the writer waits all that time. Without it an attempt that finds the
+/// writer or a reader busy returns at once (SQLITE_BUSY comes back as a row, not an error),
+/// releasing the lock, and the next one comes [`RESET_RETRY`] later; when the time runs out the
+/// next tick tries again. In a soak a third of the resets needed 2–4 attempts. What an attempt
+/// itself holds the lock for is mostly two syncs (the WAL before copying its last frames, the
+/// database after), ~4.5 ms each on this machine's disk (BENCHMARKS.md, "Soak").
+fn reset_now(conn: &mut DbConnection, sql: &str) -> Result<Reset, diesel::result::Error> {
+    let started = std::time::Instant::now();
+    let mut r = Reset {
+        busy: true,
+        attempts: 0,
+        longest: std::time::Duration::ZERO,
+    };
+    while r.busy && started.elapsed() < std::time::Duration::from_millis(RESET_WAIT_MS) {
+        if r.attempts > 0 {
+            std::thread::sleep(RESET_RETRY);
+        }
+        let attempt = std::time::Instant::now();
+        let row: CheckpointRow =
+            diesel::RunQueryDsl::get_result(diesel::sql_query(sql), &mut *conn)?;
+        r.longest = r.longest.max(attempt.elapsed());
+        r.attempts += 1;
+        r.busy = row.busy != 0;
+    }
+    Ok(r)
 }
 
 /// SQLite's default page size; the WAL holds one page (and a 24-byte header) per frame.
