@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use super::instrument::Instrument;
 use super::measure::Measure;
-use super::psychometrics::{cronbach_alpha, mcdonald_omega};
+use super::psychometrics::{ReliabilityError, cronbach_alpha, mcdonald_omega};
 
 /// Which prompt a model trial repeated: a run's default prompt or one situation's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -229,9 +229,11 @@ pub fn reliability(keying: &Keying, responses: &[Response]) -> Vec<CategoryRelia
                 let none = Coefficient::none("no responses");
                 (none.clone(), none)
             } else {
+                let numbered =
+                    |r: Result<f64, ReliabilityError>| r.map_err(|e| instrument_item(e, items));
                 (
-                    Coefficient::of(cronbach_alpha(&rows)),
-                    Coefficient::of(mcdonald_omega(&rows)),
+                    Coefficient::of(numbered(cronbach_alpha(&rows))),
+                    Coefficient::of(numbered(mcdonald_omega(&rows))),
                 )
             };
             out.push(CategoryReliability {
@@ -247,6 +249,27 @@ pub fn reliability(keying: &Keying, responses: &[Response]) -> Vec<CategoryRelia
         }
     }
     out
+}
+
+/// The reason with the item named by its number on the instrument (`psychometrics` counts
+/// items from 0 within the matrix it was given: the category's).
+fn instrument_item(e: ReliabilityError, items: &[usize]) -> String {
+    let number = |i: usize| items.get(i).map_or(i + 1, |&index| index + 1);
+    match e {
+        ReliabilityError::ZeroItemVariance(i) => format!(
+            "item {} has no variance (every respondent gave the same answer)",
+            number(i)
+        ),
+        ReliabilityError::Heywood(i) => format!(
+            "the one-factor fit is improper (item {} has a communality above 1)",
+            number(i)
+        ),
+        ReliabilityError::NotFinite { row, item } => format!(
+            "respondent {row}, item {}: the answer is not a finite number",
+            number(item)
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// The mean raw answer by displayed position, when the orders vary.
@@ -545,7 +568,7 @@ mod tests {
         assert_eq!(r[1].omega, None);
         assert_eq!(
             r[1].omega_missing.as_deref(),
-            Some("item 0 has no variance (every respondent gave the same answer)")
+            Some("item 4 has no variance (every respondent gave the same answer)")
         );
         assert_eq!(r[2].measure, Measure::Evoked);
         assert_eq!(r[2].alpha_missing.as_deref(), Some("no responses"));

@@ -14,7 +14,9 @@ pub mod cells;
 pub mod charts;
 pub mod finetune;
 pub mod picks;
+pub mod psychometrics;
 pub mod report;
+pub mod table;
 
 use std::collections::HashMap;
 use std::io::Write;

@@ -77,11 +77,8 @@ pub fn short_names(categories: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// One row of the Table-2 layout: label and a cell per cohort × category.
-pub struct TableRow {
-    pub label: String,
-    pub cells: Vec<String>,
-}
+// The table types live in export::table, which export::psychometrics also builds on.
+pub use super::table::{Numbered, TableRow};
 
 /// Header and rows of the Table-2 layout: Default, every emotion, Overall; per cohort one
 /// column per category.
@@ -115,13 +112,6 @@ pub fn table2(report: &Report) -> (Vec<String>, Vec<TableRow>) {
         None => blank(n),
     }));
     (header, rows)
-}
-
-/// A table with its numbered caption ("Table 2. …").
-pub struct Numbered {
-    pub caption: String,
-    pub header: Vec<String>,
-    pub rows: Vec<TableRow>,
 }
 
 fn p_text(p: Option<f64>) -> String {
@@ -236,6 +226,8 @@ pub fn factor_tables(report: &Report, first: usize) -> Vec<Numbered> {
 pub struct Tables {
     pub main: Numbered,
     pub factors: Vec<Numbered>,
+    /// Reliability, item position and test–retest (`export::psychometrics`), numbered last.
+    pub psychometrics: crate::export::psychometrics::Block,
     pub comparison: Option<(String, Numbered)>,
 }
 
@@ -264,10 +256,15 @@ pub fn tables(report: &Report) -> Tables {
         )
     });
     let factors = factor_tables(report, 2 + usize::from(comparison.is_some()));
+    let psychometrics = crate::export::psychometrics::block(
+        report,
+        2 + usize::from(comparison.is_some()) + factors.len(),
+    );
     Tables {
         main,
         factors,
         comparison,
+        psychometrics,
     }
 }
 
@@ -325,7 +322,23 @@ pub fn markdown(report: &Report) -> String {
         out.push('\n');
         markdown_numbered(&mut out, t);
     }
+    markdown_psychometrics(&mut out, &tables.psychometrics);
     out
+}
+
+/// The psychometrics block: its tables, then what could not be computed and why.
+fn markdown_psychometrics(out: &mut String, block: &crate::export::psychometrics::Block) {
+    out.push_str("\n## Psychometrics\n");
+    for t in &block.tables {
+        out.push('\n');
+        markdown_numbered(out, t);
+    }
+    if !block.notes.is_empty() {
+        out.push('\n');
+    }
+    for n in &block.notes {
+        out.push_str(&format!("- {}\n", md(n)));
+    }
 }
 
 /// A caption line, then the table.
@@ -486,6 +499,7 @@ fn csv_text(report: &Report, cells: Cells) -> Result<String, RenderError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<&str> = CSV_COLUMNS.to_vec();
     header.extend(CSV_TAIL);
+    header.extend(crate::export::psychometrics::CSV_COLUMNS);
     w.write_record(&header)?;
     let text: Vec<bool> = header.iter().map(|h| CSV_TEXT.contains(h)).collect();
     for c in &report.cohorts {
@@ -520,11 +534,15 @@ fn csv_text(report: &Report, cells: Cells) -> Result<String, RenderError> {
                     x.test.to_owned(),
                     x.cell(),
                 ];
+                let psychometrics = crate::export::psychometrics::csv_cells(c, &x.name);
                 crate::export::cells::write_record(
                     &mut w,
                     cells,
                     &text,
-                    record.iter().map(String::as_str),
+                    record
+                        .iter()
+                        .chain(psychometrics.iter())
+                        .map(String::as_str),
                 )?;
             }
         }

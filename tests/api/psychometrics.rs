@@ -140,6 +140,60 @@ fn every_cohort_has_alpha_and_omega_per_category_on_the_published_data(db: TestD
     close(&retest["categories"][1]["icc1"], 0.8643650707099949);
     let gpt35 = cohort(&r, "gpt-3.5-turbo");
     assert!(entry(gpt35, "evoked", "Negative Affect")["alpha"].is_f64());
+    rendered_on_the_published_data(&db);
+}
+
+/// The same numbers in the Markdown, HTML and CSV reports: the reliability table (cohort ×
+/// measure, α and ω per category), the test–retest table, and the notes that say what is
+/// missing and why.
+fn rendered_on_the_published_data(db: &TestDb) {
+    let report = |format: &str| {
+        ok(cli(
+            &db.url,
+            &["report", "--study", "crowd", "--format", format],
+        ))
+    };
+    let md = report("md");
+    let block = &md[md
+        .find("## Psychometrics")
+        .expect("a psychometrics section")..];
+    for line in [
+        "Cronbach's α and McDonald's ω (one factor, principal axes) per category",
+        "| Cohort, measure | n | Positive Affect α | Positive Affect ω | Negative Affect α | Negative Affect ω |",
+        "| humans, default | 1266 | 0.931 | 0.932 | 0.907 | 0.912 |",
+        "| humans, evoked | 1266 | 0.905 | 0.908 | 0.905 | 0.907 |",
+        "| gpt-4, default | 50 | 0.000 | n/a | n/a | n/a |",
+        "Test–retest over repeats of the same prompt: ICC(1)",
+        "| gpt-4 | 176 × 10 | 0.842 | 0.864 |",
+        "- gpt-4, default, Negative Affect: no α: the total score has no variance.",
+        "- humans, gpt-3.5-turbo, gpt-4: no item-position effect: every response showed the items in one order",
+        "- humans: no test–retest: no repeated prompts",
+    ] {
+        assert!(block.contains(line), "missing {line:?} in\n{block}");
+    }
+    let html = report("html");
+    assert!(html.contains("<h2>Psychometrics</h2>"));
+    assert!(html.contains("Reliability per cohort and measure"));
+    assert!(html.contains("<th scope=\"row\">humans, default</th><td>1266</td><td>0.931</td><td>0.932</td><td>0.907</td><td>0.912</td>"), "{html}");
+    let csv = report("csv");
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let row = rows
+        .records()
+        .map(Result::unwrap)
+        .find(|r| {
+            &r[col("cohort")] == "gpt-4"
+                && &r[col("level")] == "overall"
+                && &r[col("category")] == "Positive Affect"
+        })
+        .unwrap();
+    assert_eq!(&row[col("reliability_alpha_default")], "0.0");
+    assert_eq!(&row[col("reliability_omega_default")], "");
+    let icc: f64 = row[col("test_retest_icc1")].parse().unwrap();
+    assert!((icc - 0.8416297290201415).abs() < 1e-9);
+    let alpha: f64 = row[col("reliability_alpha_evoked")].parse().unwrap();
+    assert!((alpha - 0.9262473164030455).abs() < 1e-9, "{alpha}");
 }
 
 /// Answers every item shown in the first half with 4 and the rest with 2, whatever the item:
@@ -218,6 +272,23 @@ fn the_item_position_effect_is_measured_over_shuffled_orders(db: TestDb) {
     // consistently, α is far from a reliable scale's.
     let pa = entry(m, "evoked", "Positive Affect");
     assert!(pa["alpha"].as_f64().is_none_or(|a| a < 0.5), "{pa}");
+    // The Markdown report's position table: one column for the cohort, a row per position.
+    let md = ok(eb(
+        &db,
+        &cfg,
+        &["report", "--study", "demo", "--format", "md"],
+        &[],
+    ));
+    assert!(
+        md.contains("Item-position effect: the mean raw answer at each displayed position"),
+        "{md}"
+    );
+    assert!(md.contains("| Position shown | m |"), "{md}");
+    assert!(
+        md.contains("| 1 | 4.000 |") && md.contains("| 20 | 2.000 |"),
+        "{md}"
+    );
+    assert!(md.contains("| Spread (max − min) | 2.000 |"), "{md}");
 }
 
 /// `plan` answers as statsmodels' `TTestIndPower().solve_power` rounded up

@@ -387,10 +387,11 @@ fn the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_p
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // 3 cohorts × (1 + 8 + 36 groups) × 2 categories; 27 columns; p parsed as numbers.
+        // 3 cohorts × (1 + 8 + 36 groups) × 2 categories; 27 columns and the 5 of the
+        // psychometrics (α, ω per measure; ICC(1)); p parsed as numbers.
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim(),
-            "270 27 -5.1 float64"
+            "270 32 -5.1 float64"
         );
     }
     // HTML: a self-contained page with SVG charts.
@@ -546,10 +547,11 @@ fn the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json(
     assert!(html.contains("<caption>Table 1. Change per emotion and category"));
     assert!(html.contains("<caption>Table 2. Factor table of humans"));
     assert!(html.contains("<caption>Table 3. Factor table of gpt-4"));
+    // The three, and the psychometrics block's reliability and test–retest tables.
     assert_eq!(
         html.matches("<div class=\"table-scroll\" tabindex=\"0\" role=\"region\"")
             .count(),
-        3
+        5
     );
     assert!(html.contains("<th scope=\"row\">Facing Self-Opinioned People</th>"));
 }
