@@ -265,3 +265,61 @@ pub fn csv_cells(cohort: &Cohort, category: &str) -> [String; 5] {
         num(icc),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::reliability::{Keying, Prompt, Response, psychometrics};
+    use crate::domain::report::Kind;
+
+    #[test]
+    fn one_note_per_reason_names_every_cohort() {
+        let notes = grouped(&[("a", "why"), ("b", "other"), ("c", "why")], "no x");
+        assert_eq!(notes, ["a, c: no x: why.", "b: no x: other."]);
+    }
+
+    /// The CSV cells are the cohort's numbers for that category, empty where there is none.
+    #[test]
+    fn csv_cells_carry_the_cohorts_coefficients() {
+        let keying = Keying {
+            categories: vec![("A".into(), vec![0, 1])],
+            reverse: vec![false, false],
+            reverse_constant: 6,
+        };
+        let responses: Vec<Response> = [[1, 2], [2, 2], [3, 4], [4, 5], [5, 5], [2, 1]]
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Response {
+                measure: Measure::Evoked,
+                answers: a.to_vec(),
+                scores: vec![f64::from(a[0] + a[1])],
+                shown: None,
+                prompt: Some(Prompt {
+                    run: 1,
+                    situation: Some((i / 2) as i64),
+                    repeat: (i % 2) as i32,
+                }),
+            })
+            .collect();
+        let p = psychometrics(&keying, &responses);
+        let mut cohort = Cohort {
+            name: "m".into(),
+            kind: Kind::Model,
+            observations: 6,
+            failed_trials: 0,
+            groups: Vec::new(),
+            psychometrics: None,
+        };
+        assert_eq!(csv_cells(&cohort, "A"), <[String; 5]>::default());
+        cohort.psychometrics = Some(p.clone());
+        let cells = csv_cells(&cohort, "A");
+        // No default responses: empty; evoked α, ω and ICC(1) as computed.
+        assert_eq!((cells[0].as_str(), cells[1].as_str()), ("", ""));
+        let evoked = &p.reliability[1];
+        assert_eq!(cells[2], format!("{:?}", evoked.alpha.unwrap()));
+        assert_eq!(cells[3], format!("{:?}", evoked.omega.unwrap()));
+        let icc = p.test_retest.categories[0].icc1.unwrap();
+        assert_eq!(cells[4], format!("{icc:?}"));
+        assert_eq!(csv_cells(&cohort, "B")[2], "");
+    }
+}
