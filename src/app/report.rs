@@ -6,14 +6,17 @@ use std::collections::HashMap;
 
 use crate::domain::instrument::{Convention, Instrument};
 use crate::domain::measure::Measure;
+use crate::domain::provenance::{self, CohortSource, Provenance, RunSource, Software};
 use crate::domain::reliability::{Keying, Prompt, Response, psychometrics};
 use crate::domain::report::{
     Condition, Factor, HumanObservation, Inputs, Layout, Mode, ModelInput, Report, Trial, build,
 };
 use crate::domain::run::TrialStatus;
+use crate::domain::survey::ParticipantStatus;
 use crate::store::report::TrialFilter;
 use crate::store::studies::Study;
 use crate::store::{self, DbConnection, InstrumentId, instruments, runs, situations, studies};
+use chrono::SecondsFormat;
 
 /// Which models a report includes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +56,9 @@ pub struct ReportRequest {
     /// Only the humans on this side of the study's split (train/test).
     pub split: Option<crate::domain::split::Side>,
     pub options: crate::domain::report::Options,
+    /// The generation time the report states; `None`: now. Fixed, a report regenerates
+    /// byte for byte.
+    pub generated_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// α must be a number strictly between 0 and 1 (the command line's `--alpha` and the report
@@ -74,6 +80,7 @@ impl ReportRequest {
             instrument: None,
             split: None,
             options,
+            generated_at: None,
         }
     }
 }
@@ -116,6 +123,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         (Vec::new(), Vec::new())
     };
     let (cohort_names, filter) = cohorts(conn, &study, request, instrument_id, &instrument)?;
+    let sources = run_sources(conn, &study, instrument_id, &cohort_names, &filter)?;
     let (models, model_responses) = model_inputs(
         conn,
         &study,
@@ -139,6 +147,11 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     };
     let compare = (request.runs.len() == 2).then_some((0, 1));
     let with_humans = !humans.is_empty();
+    let census = if humans_answer_it {
+        Some(human_census(conn, &study, request, humans.len())?)
+    } else {
+        None
+    };
     let mut report = build(
         &Inputs {
             study: slug.to_owned(),
@@ -161,7 +174,121 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     for (cohort, responses) in report.cohorts.iter_mut().zip(responses) {
         cohort.psychometrics = Some(psychometrics(&keying, &responses));
     }
+    report.provenance = Some(Provenance {
+        software: Software::this_build(),
+        generated_at: request
+            .generated_at
+            .unwrap_or_else(chrono::Utc::now)
+            .to_rfc3339_opts(SecondsFormat::Secs, true),
+        cohorts: sources,
+        humans: census,
+    });
     Ok(report)
+}
+
+fn rfc3339(t: chrono::NaiveDateTime) -> String {
+    t.and_utc().to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// The humans included and excluded, and why (`included`: how many the report scored).
+fn human_census(
+    conn: &mut DbConnection,
+    study: &Study,
+    request: &ReportRequest,
+    included: usize,
+) -> Result<provenance::Humans> {
+    let rows = store::report::census(conn, study.id)?;
+    let participants: Vec<provenance::Participant> = rows
+        .into_iter()
+        .map(
+            |(status, pilot, split, failed_check, straightline, fast, completed_at)| {
+                provenance::Participant {
+                    status: match status {
+                        ParticipantStatus::Active => "still answering",
+                        ParticipantStatus::Completed => "completed",
+                        ParticipantStatus::Withdrawn => "withdrew",
+                        ParticipantStatus::NoConsent => "did not consent",
+                        ParticipantStatus::FailedCheck => "failed the attention check",
+                        ParticipantStatus::ScreenedOut => "screened out",
+                    }
+                    .to_owned(),
+                    completed: status == ParticipantStatus::Completed,
+                    pilot,
+                    on_split: request.split.is_none_or(|side| split == Some(side)),
+                    failed_check,
+                    straightline,
+                    fast,
+                    completed_at: completed_at.map(rfc3339),
+                }
+            },
+        )
+        .collect();
+    Ok(provenance::humans(&participants, included))
+}
+
+/// Each model cohort's runs as the methods block names them.
+fn run_sources(
+    conn: &mut DbConnection,
+    study: &Study,
+    instrument_id: InstrumentId,
+    cohort_names: &[String],
+    filter: &TrialFilter,
+) -> Result<Vec<CohortSource>> {
+    let mut by_cohort: Vec<Vec<RunSource>> = vec![Vec::new(); cohort_names.len()];
+    for id in store::report::runs_of(conn, study.id, instrument_id, filter)? {
+        let Some(run) = runs::get(conn, id)? else {
+            continue;
+        };
+        let cohort = match filter {
+            TrialFilter::Models(names) => names.iter().position(|m| *m == run.model),
+            TrialFilter::Runs(ids) => ids.iter().position(|r| *r == run.id),
+        };
+        let Some(slot) = cohort.and_then(|c| by_cohort.get_mut(c)) else {
+            continue;
+        };
+        let progress = runs::progress(conn, id)?;
+        let imported = run.source == "import";
+        let (first, last) = if imported {
+            (Some(run.created_at), Some(run.created_at))
+        } else {
+            store::report::trial_span(conn, id)?
+        };
+        let params = run.params.0.as_ref().map(|m| &m.requested);
+        slot.push(RunSource {
+            run: id.0,
+            source: if imported {
+                "imported results"
+            } else {
+                "model run"
+            }
+            .to_owned(),
+            model: run.model.clone(),
+            provider: run.provider.clone(),
+            template: run.template.clone(),
+            temperature: params.map(|p| p.temperature),
+            top_p: params.map(|p| p.top_p),
+            seed: run.seed,
+            item_order: if imported {
+                "as recorded in the imported file"
+            } else {
+                "shuffled per trial, seeded from the run seed"
+            }
+            .to_owned(),
+            first: first.map(rfc3339),
+            last: last.map(rfc3339),
+            trials_done: progress.done,
+            trials_failed: progress.failed,
+        });
+    }
+    Ok(cohort_names
+        .iter()
+        .zip(by_cohort)
+        .map(|(name, runs)| CohortSource {
+            cohort: name.clone(),
+            source: provenance::cohort_source(&runs),
+            runs,
+        })
+        .collect())
 }
 
 /// Scores answers on the report's instrument under its convention.

@@ -56,6 +56,16 @@ pub struct ReportArgs {
     /// spreadsheets do not run it as a formula.
     #[arg(long)]
     raw_cells: bool,
+    /// The generation time the report states (RFC 3339, e.g. 2026-12-01T12:00:00Z); default:
+    /// now. Fixed, the same data give the same report byte for byte.
+    #[arg(long, value_parser = parse_generated_at)]
+    generated_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+fn parse_generated_at(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("{s:?} is not an RFC 3339 time ({e}), e.g. 2026-12-01T12:00:00Z"))
 }
 
 pub fn run(settings: &Settings, args: ReportArgs) -> anyhow::Result<()> {
@@ -72,6 +82,7 @@ pub fn run(settings: &Settings, args: ReportArgs) -> anyhow::Result<()> {
         runs: args.runs.clone(),
         instrument: args.instrument.clone(),
         split: args.split,
+        generated_at: args.generated_at,
         ..ReportRequest::new(&args.study, options)
     };
     let report = report(&mut conn, &request)?;

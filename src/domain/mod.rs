@@ -15,6 +15,7 @@ pub mod observation;
 pub mod parse;
 pub mod power;
 pub mod prompt;
+pub mod provenance;
 pub mod psychometrics;
 pub mod rate;
 pub mod reliability;

@@ -201,6 +201,9 @@ pub struct Report {
     pub alignment: Vec<Alignment>,
     /// Two model cohorts that differ only in their prompt template, compared.
     pub comparison: Option<Comparison>,
+    /// Methods and provenance (software, generation time, each cohort's runs, the humans
+    /// included and excluded): read from the store by `app::report`, so `None` from [`build`].
+    pub provenance: Option<super::provenance::Provenance>,
 }
 
 /// One row of a comparison of two prompt variants: the change under each and the difference.
@@ -650,6 +653,7 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
         cohorts,
         alignment,
         comparison,
+        provenance: None,
     }
 }
 

@@ -292,6 +292,14 @@ pub fn markdown(report: &Report) -> String {
         md(&report.scoring),
         md(&report.humans_from)
     ));
+    let methods = methods(report);
+    if !methods.is_empty() {
+        out.push_str("## Methods and provenance\n\n");
+        for m in &methods {
+            out.push_str(&format!("- {}\n", md(m)));
+        }
+        out.push('\n');
+    }
     markdown_numbered(&mut out, &tables.main);
     let n: Vec<String> = report
         .cohorts
@@ -339,6 +347,15 @@ fn markdown_psychometrics(out: &mut String, block: &crate::export::psychometrics
     for n in &block.notes {
         out.push_str(&format!("- {}\n", md(n)));
     }
+}
+
+/// The methods and provenance block as lines (empty for a report built without the store).
+pub fn methods(report: &Report) -> Vec<String> {
+    report
+        .provenance
+        .as_ref()
+        .map(|p| crate::domain::provenance::lines(p, &report.scoring))
+        .unwrap_or_default()
 }
 
 /// A caption line, then the table.
@@ -556,6 +573,8 @@ fn csv_text(report: &Report, cells: Cells) -> Result<String, RenderError> {
 /// What the report templates show (shared by the standalone page and the admin page).
 pub struct View {
     pub tables: Tables,
+    /// The methods and provenance block, one line per fact.
+    pub methods: Vec<String>,
     pub charts: Charts,
     pub summaries: Vec<String>,
     pub counts: Vec<String>,
@@ -572,6 +591,7 @@ pub struct View {
 pub fn view(report: &Report) -> Result<View, RenderError> {
     Ok(View {
         tables: tables(report),
+        methods: methods(report),
         charts: charts(report)?,
         summaries: report.alignment.iter().map(|a| a.summary.clone()).collect(),
         counts: report

@@ -130,3 +130,68 @@ pub fn trials(
         ))
         .load(conn)
 }
+
+/// One participant of a study as the report's census counts them: status, pilot, split side,
+/// the quality flags (failed check, straight-lining, fast) and the completion time.
+pub type CensusRow = (
+    ParticipantStatus,
+    bool,
+    Option<Side>,
+    bool,
+    bool,
+    bool,
+    Option<chrono::NaiveDateTime>,
+);
+
+/// Every participant of the study, for the report's humans included and excluded.
+pub fn census(conn: &mut DbConnection, study_id: StudyId) -> QueryResult<Vec<CensusRow>> {
+    participants::table
+        .filter(participants::study_id.eq(study_id))
+        .order(participants::id)
+        .select((
+            participants::status,
+            participants::pilot,
+            participants::split,
+            participants::flag_failed_check,
+            participants::flag_straightline,
+            participants::flag_fast,
+            participants::completed_at,
+        ))
+        .load(conn)
+}
+
+/// The runs behind a report's model cohorts (on the instrument, in the study), by id.
+pub fn runs_of(
+    conn: &mut DbConnection,
+    study_id: StudyId,
+    instrument_id: InstrumentId,
+    filter: &TrialFilter,
+) -> QueryResult<Vec<RunId>> {
+    let mut query = model_runs::table
+        .filter(model_runs::study_id.eq(study_id))
+        .filter(model_runs::instrument_id.eq(instrument_id))
+        .into_boxed();
+    query = match filter {
+        TrialFilter::Models(names) => query.filter(model_runs::model.eq_any(names)),
+        TrialFilter::Runs(ids) => query.filter(model_runs::id.eq_any(ids)),
+    };
+    query
+        .order(model_runs::id)
+        .select(model_runs::id)
+        .load(conn)
+}
+
+/// The first and last finish time of a run's trials.
+pub fn trial_span(
+    conn: &mut DbConnection,
+    run: RunId,
+) -> QueryResult<(Option<chrono::NaiveDateTime>, Option<chrono::NaiveDateTime>)> {
+    use diesel::dsl::{max, min};
+    model_trials::table
+        .filter(model_trials::run_id.eq(run))
+        .select((
+            min(model_trials::finished_at),
+            max(model_trials::finished_at),
+        ))
+        .first(conn)
+}

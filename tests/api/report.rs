@@ -473,6 +473,17 @@ fn the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json(
         .filter(|g| g["level"] == "factor")
         .collect();
     assert_eq!(factors.len(), 36);
+    // The methods block counts the same humans, and the imported runs as imported.
+    let p = &r["provenance"];
+    assert_eq!(p["humans"]["included"], humans["observations"], "{p}");
+    assert_eq!(p["humans"]["included"], 1266);
+    assert_eq!(p["cohorts"][0]["source"], "imported results", "{p}");
+    assert_eq!(p["cohorts"][0]["runs"][0]["trials_done"], 1800, "{p}");
+    assert!(p["cohorts"][0]["runs"][0]["temperature"].is_null());
+    assert!(
+        md.contains("- Humans: 1266 included; excluded: none."),
+        "{md}"
+    );
     // Every row is its JSON cell, formatted.
     for (row, (g, x)) in table[2..].iter().zip(factors.iter().flat_map(|g| {
         g["categories"]

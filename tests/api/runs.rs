@@ -1300,3 +1300,125 @@ fn two_templates_of_one_model_are_compared_per_emotion_with_a_test(db: TestDb) {
 }
 
 on_both_backends!(two_templates_of_one_model_are_compared_per_emotion_with_a_test);
+
+/// The report's methods and provenance block names each run's source, model, provider,
+/// template, temperature, top-p, seed, item order, dates and trials done and failed, the
+/// software and its commit; `--generated-at` fixes the stated time, so the same data give the
+/// same report byte for byte (#16).
+fn the_report_names_each_runs_template_temperature_and_seed(db: TestDb) {
+    with_demo(&db);
+    let server = FakeServer::start(feeling).unwrap();
+    let cfg = config(&[provider(
+        "fake",
+        "openai",
+        &server.base_url(),
+        "concurrency = 4",
+    )]);
+    let out = ok(demo_run(
+        &db,
+        &cfg,
+        "fake",
+        "m",
+        &[
+            "--template",
+            "stability",
+            "--default-repeats",
+            "4",
+            "--repeats",
+            "1",
+            "--seed",
+            "5",
+            "--temperature",
+            "0.7",
+            "--top-p",
+            "0.9",
+        ],
+        &[],
+    ));
+    let id = run_id(&out).0;
+    let report = |format: &str, at: &str| {
+        ok(eb(
+            &db,
+            &cfg,
+            &[
+                "report",
+                "--study",
+                "demo",
+                "--runs",
+                &id.to_string(),
+                "--format",
+                format,
+                "--generated-at",
+                at,
+            ],
+            &[],
+        ))
+    };
+    let r: serde_json::Value =
+        serde_json::from_str(&report("json", "2026-12-01T12:00:00+01:00")).unwrap();
+    let p = &r["provenance"];
+    assert_eq!(p["generated_at"], "2026-12-01T11:00:00Z", "{p}");
+    assert_eq!(p["software"]["version"], env!("CARGO_PKG_VERSION"));
+    assert!(
+        p["software"]["commit"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty())
+    );
+    let cohort = &p["cohorts"][0];
+    assert_eq!(cohort["cohort"], format!("m [stability, run {id}]"), "{p}");
+    assert_eq!(cohort["source"], "model runs");
+    let run = &cohort["runs"][0];
+    assert_eq!(run["run"], id);
+    assert_eq!(run["model"], "m");
+    assert_eq!(run["provider"], "fake");
+    assert_eq!(run["template"], "stability");
+    assert_eq!(run["temperature"], 0.7);
+    assert_eq!(run["top_p"], 0.9);
+    assert_eq!(run["seed"], 5);
+    assert_eq!(
+        run["item_order"],
+        "shuffled per trial, seeded from the run seed"
+    );
+    let done = run["trials_done"].as_i64().unwrap();
+    assert_eq!(
+        done + run["trials_failed"].as_i64().unwrap(),
+        r["cohorts"][0]["observations"].as_i64().unwrap()
+            + r["cohorts"][0]["failed_trials"].as_i64().unwrap()
+    );
+    assert!(done > 4, "{run}");
+    assert!(run["first"].as_str().unwrap() <= run["last"].as_str().unwrap());
+    // The demo study has no participants: none included, none excluded.
+    assert_eq!(p["humans"]["included"], 0, "{p}");
+    assert_eq!(p["humans"]["excluded"], serde_json::json!([]), "{p}");
+    // Markdown and HTML say the same in words.
+    let md = report("md", "2026-12-01T11:00:00Z");
+    assert!(md.contains("## Methods and provenance"), "{md}");
+    assert!(
+        md.contains(&format!(
+            "run {id} (model run; model m, provider fake, template stability, temperature 0.7, \
+             top-p 0.9, seed 5, item order shuffled per trial, seeded from the run seed;"
+        )),
+        "{md}"
+    );
+    assert!(md.contains("generated 2026-12-01T11:00:00Z."), "{md}");
+    assert!(md.contains(&format!(
+        "(commit {})",
+        p["software"]["commit"].as_str().unwrap()
+    )));
+    // Byte for byte with the time fixed.
+    assert_eq!(md, report("md", "2026-12-01T11:00:00Z"));
+    let html = report("html", "2026-12-01T11:00:00Z");
+    assert!(html.contains("<h2>Methods and provenance</h2>"));
+    assert!(html.contains("template stability, temperature 0.7"));
+    // A time that is not RFC 3339 is refused, naming the format.
+    let bad = eb(
+        &db,
+        &cfg,
+        &["report", "--study", "demo", "--generated-at", "yesterday"],
+        &[],
+    );
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("RFC 3339"));
+}
+
+on_both_backends!(the_report_names_each_runs_template_temperature_and_seed);
