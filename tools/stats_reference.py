@@ -147,6 +147,21 @@ def retest_reference():
     icc = pg.intraclass_corr(long, targets="target", raters="rater", ratings="score")
     icc = icc.set_index("Type")
     print(f"ICC(1,1) Shrout-Fleiss = {float(icc.loc['ICC(1,1)', 'ICC'])!r}  (pingouin)")
+    print(f"  CI95 = {icc1_ci95(table)!r}  (pingouin rounds it: {icc.loc['ICC(1,1)', 'CI95']})")
+
+
+def icc1_ci95(table):
+    """pingouin's ICC1 CI95 formula unrounded: F bounds from scipy.stats.f.ppf."""
+    from scipy import stats
+    t = np.asarray(table, dtype=float)
+    n, k = t.shape
+    m = t.mean(axis=1)
+    msb = k * ((m - t.mean()) ** 2).sum() / (n - 1)
+    msw = ((t - m[:, None]) ** 2).sum() / (n * (k - 1))
+    f = msb / msw
+    fl = f / stats.f.ppf(0.975, n - 1, n * (k - 1))
+    fu = f * stats.f.ppf(0.975, n * (k - 1), n - 1)
+    return [float((fl - 1) / (fl + k - 1)), float((fu - 1) / (fu + k - 1))]
 
 
 def published_reference(data="../shared/emotionbench"):
@@ -182,6 +197,8 @@ def published_reference(data="../shared/emotionbench"):
         icc = pg.intraclass_corr(df, targets="prompt", raters="repeat", ratings="score")
         icc1 = float(icc.set_index("Type").loc["ICC(1,1)", "ICC"])
         print(f"gpt-4 {name}: ICC(1) = {icc1!r} over {len(prompts)} prompts x 10 repeats")
+        wide = df.pivot(index="prompt", columns="repeat", values="score").values
+        print(f"  CI95 = {icc1_ci95(wide)!r}")
 
 
 def power_reference():

@@ -35,6 +35,7 @@ use serde::Serialize;
 use super::instrument::Instrument;
 use super::measure::Measure;
 use super::psychometrics::{ReliabilityError, cronbach_alpha, mcdonald_omega};
+use super::stats::f_cdf;
 
 /// Which prompt a model trial repeated: a run's default prompt or one situation's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -164,6 +165,9 @@ pub struct ItemPosition {
 pub struct CategoryRetest {
     pub category: String,
     pub icc1: Option<f64>,
+    /// The 95 % confidence interval (F distribution), when `icc1` has one.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
     /// Why `icc1` is null.
     pub missing: Option<String>,
 }
@@ -360,6 +364,62 @@ pub enum IccError {
 /// `(MSB − MSW) / (MSB + (k − 1)·MSW)` from the one-way ANOVA of the scores by target, with
 /// `MSB = k·Σ(x̄ᵢ − x̄)² / (n − 1)` and `MSW = ΣΣ(xᵢⱼ − x̄ᵢ)² / (n·(k − 1))`.
 pub fn icc1(table: &[Vec<f64>]) -> Result<f64, IccError> {
+    let a = one_way(table)?;
+    Ok((a.msb - a.msw) / (a.msb + (a.k - 1.0) * a.msw))
+}
+
+/// The 95 % confidence interval of ICC(1) from the F distribution (Shrout & Fleiss 1979;
+/// pingouin's `CI95`): with `F = MSB/MSW`, `df₁ = n − 1`, `df₂ = n(k − 1)`,
+/// `F_L = F / F₀.₉₇₅(df₁, df₂)`, `F_U = F · F₀.₉₇₅(df₂, df₁)`, the bounds are
+/// `(F_L − 1)/(F_L + k − 1)` and `(F_U − 1)/(F_U + k − 1)`. `None` when MSW is 0 (every
+/// prompt answered identically on each repeat: F is infinite).
+pub fn icc1_ci95(table: &[Vec<f64>]) -> Result<Option<(f64, f64)>, IccError> {
+    let a = one_way(table)?;
+    if a.msw <= 0.0 {
+        return Ok(None);
+    }
+    let f = a.msb / a.msw;
+    let (df1, df2) = (a.n - 1.0, a.n * (a.k - 1.0));
+    let fl = f / f_quantile(0.975, df1, df2);
+    let fu = f * f_quantile(0.975, df2, df1);
+    let bound = |x: f64| (x - 1.0) / (x + a.k - 1.0);
+    let (lo, hi) = (bound(fl), bound(fu));
+    Ok((lo.is_finite() && hi.is_finite()).then_some((lo, hi)))
+}
+
+/// The `p` quantile of the F distribution (as `scipy.stats.f.ppf`), by bisection on the exact
+/// distribution function.
+fn f_quantile(p: f64, dfn: f64, dfd: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    while f_cdf(hi, dfn, dfd) < p {
+        hi *= 2.0;
+        if hi > 1e300 {
+            return f64::INFINITY;
+        }
+    }
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if f_cdf(mid, dfn, dfd) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The one-way ANOVA of a balanced table by target.
+struct OneWay {
+    n: f64,
+    k: f64,
+    msb: f64,
+    msw: f64,
+}
+
+fn one_way(table: &[Vec<f64>]) -> Result<OneWay, IccError> {
     let n = table.len();
     if n < 2 {
         return Err(IccError::TooFewTargets(n));
@@ -392,7 +452,12 @@ pub fn icc1(table: &[Vec<f64>]) -> Result<f64, IccError> {
     if denominator <= grand.abs() * 1e-12 || denominator <= 0.0 {
         return Err(IccError::NoVariance);
     }
-    Ok((msb - msw) / denominator)
+    Ok(OneWay {
+        n: nf,
+        k: kf,
+        msb,
+        msw,
+    })
 }
 
 /// A prompt without its repeat: run and situation (`None`: the default prompt).
@@ -435,6 +500,8 @@ pub fn test_retest(keying: &Keying, responses: &[Response]) -> TestRetest {
             result.categories.push(CategoryRetest {
                 category: name.clone(),
                 icc1: None,
+                ci_low: None,
+                ci_high: None,
                 missing: Some(IccError::TooFewRepeats(1).to_string()),
             });
         }
@@ -465,9 +532,12 @@ pub fn test_retest(keying: &Keying, responses: &[Response]) -> TestRetest {
             Ok(v) => (Some(v), None),
             Err(e) => (None, Some(e.to_string())),
         };
+        let ci = icc1_ci95(&table).ok().flatten();
         result.categories.push(CategoryRetest {
             category: name.clone(),
             icc1,
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
             missing,
         });
     }
@@ -497,6 +567,9 @@ mod tests {
     fn icc1_matches_pingouin() {
         let t: Vec<Vec<f64>> = ICC_TABLE.iter().map(|r| r.to_vec()).collect();
         close(icc1(&t).unwrap(), ICC1_PINGOUIN);
+        let (lo, hi) = icc1_ci95(&t).unwrap().unwrap();
+        close(lo, -0.13293232487475098);
+        close(hi, 0.722560062328121);
     }
 
     const ICC1_PINGOUIN: f64 = 0.1657417684054755;

@@ -190,12 +190,12 @@ fn retest_table(report: &Report, number: usize, notes: &mut Vec<String>) -> Opti
         .map(|(cohort, t)| {
             let mut cells = vec![format!("{} × {}", t.prompts, t.repeats)];
             cells.extend(categories.iter().map(|name| {
-                three(
-                    t.categories
-                        .iter()
-                        .find(|c| c.category == *name)
-                        .and_then(|c| c.icc1),
-                )
+                let c = t.categories.iter().find(|c| c.category == *name);
+                let value = three(c.and_then(|c| c.icc1));
+                match c.and_then(|c| Some((c.ci_low?, c.ci_high?))) {
+                    Some((lo, hi)) => format!("{value} ({lo:.3}, {hi:.3})"),
+                    None => value,
+                }
             }));
             TableRow {
                 label: cohort.name.clone(),
@@ -206,8 +206,9 @@ fn retest_table(report: &Report, number: usize, notes: &mut Vec<String>) -> Opti
     Some(Numbered {
         caption: format!(
             "Table {number}. Test–retest over repeats of the same prompt: ICC(1), one-way \
-             random effects, single measure (Shrout and Fleiss 1979), of the report's category \
-             scores; prompts with fewer than the common number of scored repeats left out."
+             random effects, single measure (Shrout and Fleiss 1979), with its 95 % CI in \
+             parentheses (F distribution), of the report's category scores; prompts with \
+             fewer than the common number of scored repeats left out."
         ),
         header,
         rows,

@@ -138,6 +138,10 @@ fn every_cohort_has_alpha_and_omega_per_category_on_the_published_data(db: TestD
     );
     close(&retest["categories"][0]["icc1"], 0.8416297290201415);
     close(&retest["categories"][1]["icc1"], 0.8643650707099949);
+    close(&retest["categories"][0]["ci_low"], 0.8106907779889707);
+    close(&retest["categories"][0]["ci_high"], 0.8705236004655736);
+    close(&retest["categories"][1]["ci_low"], 0.8371082806282887);
+    close(&retest["categories"][1]["ci_high"], 0.8895916767118284);
     let gpt35 = cohort(&r, "gpt-3.5-turbo");
     assert!(entry(gpt35, "evoked", "Negative Affect")["alpha"].is_f64());
     rendered_on_the_published_data(&db);
@@ -164,7 +168,7 @@ fn rendered_on_the_published_data(db: &TestDb) {
         "| humans, evoked | 1266 | 0.905 | 0.908 | 0.905 | 0.907 |",
         "| gpt-4, default | 50 | 0.000 | n/a | n/a | n/a |",
         "Test–retest over repeats of the same prompt: ICC(1)",
-        "| gpt-4 | 176 × 10 | 0.842 | 0.864 |",
+        "| gpt-4 | 176 × 10 | 0.842 (0.811, 0.871) | 0.864 (0.837, 0.890) |",
         "- gpt-4, default, Negative Affect: no α: the total score has no variance.",
         "- humans, gpt-3.5-turbo, gpt-4: no item-position effect: every response showed the items in one order",
         "- humans: no test–retest: no repeated prompts",
