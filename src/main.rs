@@ -60,6 +60,9 @@ enum Command {
     Runs(cli::runs::RunsCommand),
     /// Work the trials of every active model run until stopped (SIGINT/SIGTERM).
     Worker(cli::runs::WorkerArgs),
+    /// The response cache of model runs: export or import it as JSON lines.
+    #[command(subcommand)]
+    Cache(cli::runs::CacheCommand),
     /// Prompts as sent to models.
     #[command(subcommand)]
     Prompt(cli::prompt::PromptCommand),
@@ -105,6 +108,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => cli::runs::run(settings, args),
         Command::Runs(cmd) => cli::runs::runs(&settings, cmd),
         Command::Worker(args) => cli::runs::worker(settings, args),
+        Command::Cache(cmd) => cli::runs::cache(&settings, cmd),
         Command::Prompt(cmd) => cli::prompt::run(&settings, cmd),
         Command::Report(args) => cli::report::run(&settings, args),
         Command::Plan(args) => cli::plan::run(args),

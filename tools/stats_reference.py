@@ -113,6 +113,40 @@ def boot_mean_ci(x, b=20_000, seed=16):
     return np.percentile(means, [2.5, 97.5])  # linear interpolation, as the Rust code
 
 
+# --- answer distributions from token logprobs (#17) ------------------------------------------
+# The fixtures under tests/fixtures/logprobs/, read against items (Interested, Excited) on 1..5.
+# The answer tokens are picked here by reading each reply by hand (the Rust code finds them by
+# asking the parser), then: exp of every distinct alternative that spells an allowed value,
+# renormalised over the allowed values; the expected value is sum(value * p).
+LOGPROB_FIXTURES = {
+    "llamacpp_smollm2.json": [6, 13],  # "1. Interested: 3\n2. Excited: 3": the two "3" tokens
+    "openai_reference_shape.json": [5, 12],  # "1. Interested: 4\n2. Excited: 2"
+}
+
+
+def logprob_distributions(values=(1, 2, 3, 4, 5)):
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logprobs"
+    out = {}
+    for name, positions in LOGPROB_FIXTURES.items():
+        content = json.loads((root / name).read_text())["choices"][0]["logprobs"]["content"]
+        items = []
+        for i in positions:
+            t = content[i]
+            alts = {a["token"]: a["logprob"] for a in t["top_logprobs"]}
+            alts.setdefault(t["token"], t["logprob"])
+            mass = np.zeros(len(values))
+            for tok, lp in alts.items():
+                if tok.strip() in [str(v) for v in values]:
+                    mass[values.index(int(tok.strip()))] += np.exp(lp)
+            p = mass / mass.sum()
+            items.append((p.tolist(), float(np.dot(values, p))))
+        out[name] = items
+    return out
+
+
 def main():
     print(f"alpha small       = {alpha(ALPHA_SMALL)!r}")
     print(f"alpha 12x5        = {alpha(ITEMS_12x5)!r}")
@@ -134,6 +168,9 @@ def main():
     power_reference()
     retest_reference()
     published_reference()
+    for name, items in logprob_distributions().items():
+        for k, (p, ev) in enumerate(items):
+            print(f"{name} item {k + 1}: p = {p!r}, expected = {ev!r}")
 
 
 def retest_reference():

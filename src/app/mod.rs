@@ -3,6 +3,7 @@
 //! web handlers (`admin/`, `survey/`) call these, and nothing below them, for writes.
 
 pub mod accounts;
+pub mod cache;
 pub mod demo;
 pub mod error;
 pub mod exports;

@@ -59,6 +59,15 @@ pub struct RunArgs {
     /// Do not send a per-trial seed to the provider.
     #[arg(long)]
     pub no_request_seed: bool,
+    /// Ask for token log-probabilities (top 20 per token; OpenAI-compatible providers and
+    /// llama.cpp) and store each item's probabilities of the allowed answers and their
+    /// expected value.
+    #[arg(long)]
+    pub logprobs: bool,
+    /// Send every request even when the response cache holds its answer (the new answers
+    /// replace the cached ones).
+    #[arg(long)]
+    pub fresh: bool,
     /// Only create the run (workers pick it up); do not work it here.
     #[arg(long)]
     pub detach: bool,
@@ -100,6 +109,15 @@ pub enum RunsCommand {
     Resume { id: i64 },
     /// Cancel a run: its pending trials are never sent.
     Cancel { id: i64 },
+}
+
+#[derive(clap::Subcommand)]
+pub enum CacheCommand {
+    /// Write every cached reply to FILE as JSON lines.
+    Export { file: std::path::PathBuf },
+    /// Take in the cached replies of FILE (from `cache export`); a malformed line refuses the
+    /// whole file, with its line number.
+    Import { file: std::path::PathBuf },
 }
 
 #[derive(clap::Args)]
@@ -182,6 +200,8 @@ pub fn run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
             max_tokens: args.max_tokens,
             send_seed: !args.no_request_seed,
             custom_template: None,
+            logprobs: args.logprobs,
+            fresh: args.fresh,
         },
     };
     let pool = db::writing(&settings)?;
@@ -414,6 +434,14 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
         p.cost_micros as f64 / 1e6
     );
     println!("parse failures (attempts): {}", p.parse_failures);
+    let cached = all.iter().filter(|t| t.cached).count();
+    let with_logprobs = all
+        .iter()
+        .filter(|t| t.method == Some(runs::TrialMethod::Logprobs))
+        .count();
+    println!(
+        "answers:    {cached} from the response cache; {with_logprobs} with answer distributions"
+    );
     let mut classes: Vec<(&str, usize)> = Vec::new();
     for t in all.iter().filter(|t| t.status == TrialStatus::Failed) {
         let c = t.error_class.map_or("", |c| c.as_str());
@@ -437,6 +465,31 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
             "sample reply (trial {}, {} {} #{}): {:?}",
             t.id, t.measure, t.situation_key, t.repeat_index, reply
         );
+    }
+    Ok(())
+}
+
+/// `cache export FILE` / `cache import FILE`.
+pub fn cache(settings: &Settings, cmd: CacheCommand) -> anyhow::Result<()> {
+    match cmd {
+        CacheCommand::Export { file } => {
+            let pool = db::reading(settings)?;
+            let (text, n) = emotionbench::app::cache::export(&mut *pool.get()?)?;
+            super::write_private(&file, text.as_bytes())
+                .with_context(|| format!("writing {}", file.display()))?;
+            println!("{n} cached replies written to {}", file.display());
+        }
+        CacheCommand::Import { file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let pool = db::writing(settings)?;
+            let (read, added) =
+                emotionbench::app::cache::import(&mut *pool.get()?, &file, &text, &Actor::Cli)?;
+            println!(
+                "{read} cached replies read from {}, {added} new",
+                file.display()
+            );
+        }
     }
     Ok(())
 }

@@ -79,6 +79,21 @@ stored_names!(TrialStatus {
     Failed => "failed",
 });
 
+/// How a done trial's scores were read (`model_trials.method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrialMethod {
+    /// From the reply's text only.
+    Parsed,
+    /// From the text, with every item's answer distribution from the token log-probabilities.
+    Logprobs,
+}
+
+stored_names!(TrialMethod {
+    Parsed => "parsed",
+    Logprobs => "logprobs",
+});
+
 /// Sampling parameters sent with every request of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunParams {
@@ -90,6 +105,18 @@ pub struct RunParams {
     /// The wording when the run's template is a researcher's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_template: Option<CustomTemplate>,
+    /// Ask for token log-probabilities (where the provider gives them) and store each item's
+    /// answer distribution (#17).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub logprobs: bool,
+    /// Send every request even when the response cache holds its answer (the fresh answers
+    /// replace the cached ones).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fresh: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for RunParams {
@@ -100,6 +127,8 @@ impl Default for RunParams {
             max_tokens: 512,
             send_seed: true,
             custom_template: None,
+            logprobs: false,
+            fresh: false,
         }
     }
 }
@@ -415,6 +444,9 @@ pub struct SentParams {
     /// None: no seed is sent.
     pub seed_field: Option<String>,
     pub system_message: bool,
+    /// `top_logprobs` asked with `logprobs: true`; None: no log-probabilities are asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u32>,
     /// Where what is sent differs from what was asked, and why (shown before the run starts).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -47,6 +47,9 @@ impl Capabilities {
 
 pub use crate::domain::run::{RunManifest, SentParams};
 
+/// The alternatives asked per token when a run asks for log-probabilities.
+pub const TOP_LOGPROBS: u32 = 20;
+
 /// The id the APIs know: Gemini model names are often copied as `models/x` from its model
 /// list, which would double the path segment (`…/models/models/x:generateContent`).
 pub fn model_id(model: &str) -> &str {
@@ -289,6 +292,20 @@ pub fn plan(
             "{model} takes no system message: it is sent before the first user turn"
         ));
     }
+    let top_logprobs = if !params.logprobs {
+        None
+    } else if provider.kind == ProviderKind::Openai {
+        // 20 is the most the Chat Completions API takes (`top_logprobs`, "an integer between
+        // 0 and 20", https://platform.openai.com/docs/api-reference/chat/create); llama.cpp's
+        // server takes the same field.
+        Some(TOP_LOGPROBS)
+    } else {
+        notes.push(format!(
+            "{} replies carry no token log-probabilities: the answers are parsed from the text",
+            provider.kind.as_str()
+        ));
+        None
+    };
     Ok(SentParams {
         profile: c.profile.to_owned(),
         temperature,
@@ -297,6 +314,7 @@ pub fn plan(
         max_tokens,
         seed_field,
         system_message: c.system_message,
+        top_logprobs,
         notes,
     })
 }

@@ -12,11 +12,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::Settings;
+use crate::domain::distribution::answer_distributions;
 use crate::domain::instrument::Instrument;
 use crate::domain::parse::{ParseSpec, parse_reply};
 use crate::domain::prompt::{Template, render, trial_seed};
 use crate::domain::run::cost_micros;
-use crate::store::runs::{self, AttemptOutcome, Trial, TrialOutcome};
+use crate::store::cache::{self, CacheAddress, CacheEntry};
+use crate::store::columns::Json;
+use crate::store::runs::{self, AttemptOutcome, Trial, TrialMethod, TrialOutcome};
 use crate::store::{Pool, RunId, StoreError, TrialId};
 use crate::store::{instruments, situations};
 
@@ -85,6 +88,21 @@ struct RunContext {
     sent: SentParams,
     /// Situation key -> text.
     situations: HashMap<String, String>,
+    /// Send every request even when the cache has its answer (`--fresh`).
+    fresh: bool,
+}
+
+impl RunContext {
+    /// Where a request of this run with this body is found in the response cache.
+    fn cache_address<'a>(&'a self, body: &'a str, repeat: i32) -> CacheAddress<'a> {
+        CacheAddress {
+            provider_kind: self.provider.config.kind.as_str(),
+            base_url: &self.provider.config.base_url,
+            model: &self.run.model,
+            request: body,
+            repeat_index: repeat,
+        }
+    }
 }
 
 pub struct Worker {
@@ -194,6 +212,7 @@ impl Worker {
                 .map_err(|e| RunnerError::Unusable(id, e))?,
         };
         let params = manifest.requested;
+        let fresh = params.fresh;
         let template = match (Template::builtin(&r.template), &params.custom_template) {
             (Some(t), _) => t,
             (None, Some(c)) => Template::Custom(c.clone()),
@@ -219,6 +238,7 @@ impl Worker {
             template,
             sent,
             situations,
+            fresh,
         });
         self.contexts
             .lock()
@@ -327,6 +347,9 @@ impl Worker {
                 cost_micros: None,
                 finish_reason: None,
                 model_version: None,
+                method: None,
+                distributions: None,
+                cached: false,
             },
         )?;
         Ok(())
@@ -352,9 +375,14 @@ impl Worker {
             min: ctx.instrument.min,
             max: ctx.instrument.max,
         };
+        let ask = Ask {
+            body: &prepared.body,
+            repeat: trial.repeat_index,
+            spec: &spec,
+        };
         let mut tally = Tally::default();
         loop {
-            match self.attempt(ctx, id, &prepared.body, &spec, &mut tally)? {
+            match self.attempt(ctx, id, &ask, &mut tally)? {
                 Attempted::Over => return Ok(()),
                 Attempted::Failed(failed) => {
                     if !self.after_failure(ctx, id, &mut tally, failed)? {
@@ -371,15 +399,23 @@ impl Worker {
         &self,
         ctx: &RunContext,
         id: TrialId,
-        body: &str,
-        spec: &ParseSpec<'_>,
+        ask: &Ask<'_>,
         tally: &mut Tally,
     ) -> Result<Attempted, RunnerError> {
         let owner = self.opts.owner.as_str();
+        let body = ask.body;
         if self.stopped() {
             runs::release(&mut *self.conn()?, id, owner, None)?;
             return Ok(Attempted::Over);
         }
+        // Only a trial's first request is looked up: a re-ask after an unreadable reply must
+        // reach the model, or it would read the same cached reply again.
+        if tally.sent == 0 && !ctx.fresh {
+            if let Some(hit) = self.answer_from_cache(ctx, id, ask, tally)? {
+                return Ok(hit);
+            }
+        }
+        tally.cached = false;
         let estimate = estimate_tokens(body, ctx.sent.max_tokens);
         let wait = ctx.provider.reserve(estimate);
         if !self.sleep(wait, Some(id)) {
@@ -408,7 +444,7 @@ impl Worker {
                     &c.finish_reason,
                     &c.model_version,
                 );
-                self.on_reply(ctx, id, attempt, ok, latency, spec, tally)
+                self.on_reply(ctx, id, attempt, ok, latency, ask, tally)
             }
             Err(e) => {
                 if let Some(r) = &e.reply {
@@ -443,6 +479,49 @@ impl Worker {
         }
     }
 
+    /// The cached answer to the trial's request, recorded as an attempt that sent nothing;
+    /// None when there is none (or it does not read as a completion: then it is asked).
+    fn answer_from_cache(
+        &self,
+        ctx: &RunContext,
+        id: TrialId,
+        ask: &Ask<'_>,
+        tally: &mut Tally,
+    ) -> Result<Option<Attempted>, RunnerError> {
+        let address = ctx.cache_address(ask.body, ask.repeat);
+        let Some(hit) = cache::get(&mut *self.conn()?, &address)? else {
+            return Ok(None);
+        };
+        let Ok(completion) = wire::parse_completion(ctx.provider.config.kind, &hit.reply) else {
+            tracing::warn!(
+                trial = id.0,
+                "a cached reply does not read; asking the model"
+            );
+            return Ok(None);
+        };
+        let owner = self.opts.owner.as_str();
+        let Some(attempt) =
+            runs::start_attempt(&mut *self.conn()?, id, owner, self.opts.lease, ask.body)?
+        else {
+            return Ok(Some(Attempted::Over));
+        };
+        tally.sent += 1;
+        tally.cached = true;
+        let c = &completion;
+        tally.reply(
+            c.input_tokens,
+            c.output_tokens,
+            &c.finish_reason,
+            &c.model_version,
+        );
+        let ok = CallOk {
+            http_status: u16::try_from(hit.http_status).unwrap_or(200),
+            body: hit.reply,
+            completion,
+        };
+        self.on_reply(ctx, id, attempt, ok, 0, ask, tally).map(Some)
+    }
+
     /// A completion came back: the trial is done if its text reads as the answers.
     #[expect(clippy::too_many_arguments, reason = "one attempt's state, used once")]
     fn on_reply(
@@ -452,9 +531,10 @@ impl Worker {
         attempt: i32,
         ok: CallOk,
         latency: i64,
-        spec: &ParseSpec<'_>,
+        ask: &Ask<'_>,
         tally: &Tally,
     ) -> Result<Attempted, RunnerError> {
+        let spec = ask.spec;
         let text = ok.completion.text.clone();
         let mut outcome = AttemptOutcome {
             raw_reply: Some(text.clone()),
@@ -468,14 +548,34 @@ impl Worker {
             Ok(parsed) => {
                 let mut conn = self.conn()?;
                 runs::finish_attempt(&mut conn, id, attempt, &outcome)?;
+                if !tally.cached {
+                    let address = ctx.cache_address(ask.body, ask.repeat);
+                    let entry = CacheEntry {
+                        key: address.key(),
+                        provider_kind: address.provider_kind.to_owned(),
+                        base_url: address.base_url.to_owned(),
+                        model: address.model.to_owned(),
+                        request: ask.body.to_owned(),
+                        repeat_index: ask.repeat,
+                        http_status: i32::from(ok.http_status),
+                        reply: ok.body.clone(),
+                    };
+                    cache::put(&mut conn, &entry, ctx.fresh)?;
+                }
                 let scores = serde_json::to_string(&parsed.scores).ok();
-                runs::finish_trial(
-                    &mut conn,
-                    ctx.run.id,
-                    id,
-                    &self.opts.owner,
-                    &tally.outcome(ctx, true, Some(text), scores, None, Some(latency)),
-                )?;
+                let mut done = tally.outcome(ctx, true, Some(text), scores, None, Some(latency));
+                let distributions = match (&ok.completion.logprobs, ctx.sent.top_logprobs) {
+                    (Some(tokens), Some(_)) => {
+                        answer_distributions(tokens, &parsed.scores, spec, &wire::strip_think)
+                    }
+                    _ => None,
+                };
+                done.method = Some(match &distributions {
+                    Some(d) if d.complete() => TrialMethod::Logprobs,
+                    _ => TrialMethod::Parsed,
+                });
+                done.distributions = distributions.map(Json);
+                runs::finish_trial(&mut conn, ctx.run.id, id, &self.opts.owner, &done)?;
                 Ok(Attempted::Over)
             }
             Err(e) => {
@@ -598,6 +698,14 @@ impl Worker {
     }
 }
 
+/// What one trial asks, for every attempt: the body, the repeat it is (part of its cache
+/// address) and how its reply is read.
+struct Ask<'a> {
+    body: &'a str,
+    repeat: i32,
+    spec: &'a ParseSpec<'a>,
+}
+
 /// A trial's request, ready to send.
 struct Prepared {
     /// The item order shown to the model.
@@ -644,6 +752,8 @@ struct Tally {
     /// Why the last reply stopped, and the snapshot that answered.
     finish_reason: Option<String>,
     model_version: Option<String>,
+    /// The last reply came from the response cache.
+    cached: bool,
 }
 
 impl Tally {
@@ -689,6 +799,8 @@ impl Tally {
         let config = &ctx.provider.config;
         let (input, output) = self.tokens();
         let cost = match (input, output) {
+            // Nothing was paid for an answer read from the cache.
+            _ if self.cached => Some(0),
             (Some(i), Some(o)) => cost_micros(
                 i,
                 o,
@@ -713,6 +825,9 @@ impl Tally {
             cost_micros: cost,
             finish_reason: self.finish_reason.clone(),
             model_version: self.model_version.clone(),
+            method: None,
+            distributions: None,
+            cached: self.cached,
         }
     }
 

@@ -4,12 +4,13 @@
 use serde_json::{Value, json};
 
 use crate::config::ProviderKind;
+use crate::domain::distribution::TokenLogprob;
 use crate::domain::prompt::ChatMessage;
 
 use super::profiles::{SentParams, model_id};
 
 /// The text of a completion, what it cost, who answered and why it stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
     pub text: String,
     /// None: the reply did not say (stored as unknown, not 0).
@@ -23,6 +24,8 @@ pub struct Completion {
     pub finish_reason: Option<String>,
     /// It stopped at the token cap.
     pub truncated: bool,
+    /// The content's tokens with their log-probabilities, when asked and given.
+    pub logprobs: Option<Vec<TokenLogprob>>,
 }
 
 /// Why a 2xx reply holds no answer to read.
@@ -144,6 +147,12 @@ pub fn request_body(
             body[sent.token_field.as_str()] = json!(sent.max_tokens);
             if let Some((field, v)) = seed_value {
                 body[field.as_str()] = v;
+            }
+            if let Some(n) = sent.top_logprobs {
+                // CreateChatCompletionRequest: `logprobs` (boolean) and `top_logprobs` (0..=20,
+                // needs `logprobs: true`), https://platform.openai.com/docs/api-reference/chat/create.
+                body["logprobs"] = json!(true);
+                body["top_logprobs"] = json!(n);
             }
             body
         }
@@ -279,6 +288,7 @@ fn read_openai(v: &Value) -> Result<Read, ReplyProblem> {
         model_version: snapshot,
         truncated: finish.as_deref() == Some("length"),
         finish_reason: finish,
+        logprobs: token_logprobs(&choice["logprobs"]),
     };
     let problem = if let Some(r) = choice["message"]["refusal"].as_str() {
         Some((NoAnswer::Refused, format!("the model refused: {r}")))
@@ -297,6 +307,29 @@ fn read_openai(v: &Value) -> Result<Read, ReplyProblem> {
         ));
     }
     Ok((text.unwrap_or_default(), problem, c))
+}
+
+/// `choices[].logprobs.content[]` (openapi.yaml `ChatCompletionTokenLogprob`: `token`,
+/// `logprob`, `bytes`, `top_logprobs[]` of `{token, logprob, bytes}`; llama.cpp's server sends
+/// the same, each with its token `id` besides). None when absent or not of that shape: a
+/// malformed list is no distribution, never a made-up one.
+fn token_logprobs(logprobs: &Value) -> Option<Vec<TokenLogprob>> {
+    let content = logprobs["content"].as_array()?;
+    content
+        .iter()
+        .map(|t| {
+            Some(TokenLogprob {
+                token: t["token"].as_str()?.to_owned(),
+                logprob: t["logprob"].as_f64()?,
+                top: t["top_logprobs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| Some((a["token"].as_str()?.to_owned(), a["logprob"].as_f64()?)))
+                    .collect::<Option<Vec<_>>>()?,
+            })
+        })
+        .collect()
 }
 
 fn read_anthropic(v: &Value) -> Result<Read, ReplyProblem> {
@@ -319,6 +352,7 @@ fn read_anthropic(v: &Value) -> Result<Read, ReplyProblem> {
         model_version: string(&v["model"]),
         truncated: finish.as_deref() == Some("max_tokens"),
         finish_reason: finish,
+        logprobs: None,
     };
     let problem = (c.finish_reason.as_deref() == Some("refusal")).then(|| {
         (
@@ -358,6 +392,7 @@ fn read_gemini(v: &Value) -> Result<Read, ReplyProblem> {
         model_version: string(&v["modelVersion"]),
         truncated: finish.as_deref() == Some("MAX_TOKENS"),
         finish_reason: finish,
+        logprobs: None,
     };
     let problem = if let Some(reason) = v["promptFeedback"]["blockReason"].as_str() {
         Some((
@@ -689,5 +724,144 @@ mod tests {
         let e = parse_completion(ProviderKind::Gemini, &body.to_string()).unwrap_err();
         assert_eq!(e.kind, NoAnswer::Truncated);
         assert_eq!(e.output_tokens, Some(2999));
+    }
+
+    /// The answer distributions of a fixture reply read against a two-item spec
+    /// (Interested, Excited; shown in that order) on a 1..5 scale.
+    fn fixture_distributions(file: &str) -> (Vec<i32>, crate::domain::distribution::Distributions) {
+        use crate::domain::distribution::answer_distributions;
+        use crate::domain::parse::{ParseSpec, parse_reply};
+        let path = format!(
+            "{}/tests/fixtures/logprobs/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let body = std::fs::read_to_string(path).unwrap();
+        let c = parse_completion(ProviderKind::Openai, &body).unwrap();
+        let texts = ["Interested", "Excited"];
+        let spec = ParseSpec {
+            display_order: &[1, 2],
+            item_texts: &texts,
+            min: 1,
+            max: 5,
+        };
+        let scores = parse_reply(&c.text, &spec).unwrap().scores;
+        let tokens = c.logprobs.expect("the reply carries logprobs");
+        let d = answer_distributions(&tokens, &scores, &spec, &strip_think).unwrap();
+        (scores, d)
+    }
+
+    fn assert_close(got: &[f64], want: &[f64]) {
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-9, "{got:?} vs {want:?}");
+        }
+    }
+
+    // Pinned from tools/stats_reference.py (logprob_distributions), numpy over the same files.
+
+    #[test]
+    fn a_recorded_llama_cpp_reply_gives_each_item_its_distribution() {
+        let (scores, d) = fixture_distributions("llamacpp_smollm2.json");
+        assert_eq!(scores, vec![3, 3]);
+        assert!(d.complete());
+        let items: Vec<_> = d.items.iter().flatten().collect();
+        for item in &items {
+            assert!((item.probs.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        }
+        assert_close(
+            &items[0].probs,
+            &[
+                0.07766633329683803,
+                0.1535868898708319,
+                0.6360295791872044,
+                0.08705768685321354,
+                0.04565951079191215,
+            ],
+        );
+        assert!((items[0].expected - 2.8694571519725303).abs() < 1e-9);
+        assert_close(
+            &items[1].probs,
+            &[
+                0.09563174635406226,
+                0.2595151101573238,
+                0.3023617269400455,
+                0.2641353651265451,
+                0.07835605142202345,
+            ],
+        );
+        assert!((items[1].expected - 2.9700688651051443).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_openai_reply_in_the_reference_shape_gives_each_item_its_distribution() {
+        let (scores, d) = fixture_distributions("openai_reference_shape.json");
+        assert_eq!(scores, vec![4, 2]);
+        assert!(d.complete());
+        let items: Vec<_> = d.items.iter().flatten().collect();
+        assert_close(
+            &items[0].probs,
+            &[
+                0.0,
+                0.014349895063819408,
+                0.2392354538555989,
+                0.6698592994782757,
+                0.07655535160230592,
+            ],
+        );
+        assert!((items[0].expected - 3.808620107619068).abs() < 1e-9);
+        assert_close(
+            &items[1].probs,
+            &[
+                0.33085634643283923,
+                0.5514272309495176,
+                0.11028544756120384,
+                0.007430975056439182,
+                0.0,
+            ],
+        );
+        assert!((items[1].expected - 1.7942910512412427).abs() < 1e-9);
+    }
+
+    #[test]
+    fn logprobs_are_asked_only_when_the_run_asks_and_the_wire_format_has_them() {
+        let p = ProviderConfig::new("p", ProviderKind::Openai, "http://127.0.0.1:1");
+        let params = RunParams {
+            logprobs: true,
+            ..RunParams::default()
+        };
+        let s = profiles::plan(&p, "m", &params).unwrap();
+        let body = request_body(ProviderKind::Openai, "m", &messages(), &s, 7);
+        assert_eq!(
+            (body["logprobs"].clone(), body["top_logprobs"].clone()),
+            (json!(true), json!(20))
+        );
+        let plain = request_body(
+            ProviderKind::Openai,
+            "m",
+            &messages(),
+            &sent(ProviderKind::Openai, "m"),
+            7,
+        );
+        assert!(plain.get("logprobs").is_none() && plain.get("top_logprobs").is_none());
+        let a = ProviderConfig::new("a", ProviderKind::Anthropic, "http://127.0.0.1:1");
+        let s = profiles::plan(&a, "claude-sonnet-4-5", &params).unwrap();
+        assert_eq!(s.top_logprobs, None);
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains("no token log-probabilities")),
+            "{:?}",
+            s.notes
+        );
+    }
+
+    #[test]
+    fn a_malformed_logprobs_list_is_no_distribution() {
+        let body = json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "1. 3"},
+            "logprobs": {"content": [{"token": "1", "logprob": "high"}]}}]});
+        let c = parse_completion(ProviderKind::Openai, &body.to_string()).unwrap();
+        assert_eq!(c.text, "1. 3");
+        assert_eq!(c.logprobs, None);
     }
 }

@@ -16,8 +16,9 @@ use diesel::sqlite::Sqlite;
 
 use super::db::MultiBackend;
 use crate::domain::account::Role;
+use crate::domain::distribution::Distributions;
 use crate::domain::measure::Measure;
-use crate::domain::run::{ErrorClass, RunManifest, RunStatus, TrialStatus};
+use crate::domain::run::{ErrorClass, RunManifest, RunStatus, TrialMethod, TrialStatus};
 use crate::domain::split::Side;
 use crate::domain::study::StudyStatus;
 use crate::domain::survey::{Page, PageEvent, ParticipantStatus};
@@ -72,6 +73,7 @@ text_enum! {
     Side => SideProxy, "split side";
     PageEvent => PageEventProxy, "page event";
     ErrorClass => ErrorClassProxy, "error class";
+    TrialMethod => TrialMethodProxy, "trial method";
 }
 
 /// A value stored as JSON text.
@@ -100,6 +102,10 @@ impl JsonValue for serde_json::Map<String, serde_json::Value> {
 
 /// A participant's demographic answers: field name -> answer (a JSON object).
 pub type DemographicAnswers = Json<serde_json::Map<String, serde_json::Value>>;
+
+impl JsonValue for Distributions {
+    const WHAT: &'static str = "answer distributions";
+}
 
 impl JsonValue for Option<RunManifest> {
     const WHAT: &'static str = "run parameters";
@@ -179,6 +185,8 @@ fn column_of(table: &str, what: &str) -> &'static str {
         ("responses", "measure") => "phase",
         (_, "measure") => "measure",
         (_, "error class") => "error_class",
+        (_, "trial method") => "method",
+        ("model_trials", "answer distributions") => model_trials::distributions::NAME,
         (_, "account role") => "role",
         ("studies", "list of names") => studies::demographics::NAME,
         ("participants", "demographic answers") => participants::demographics::NAME,

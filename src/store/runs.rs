@@ -19,8 +19,9 @@ use super::{
     now,
 };
 use crate::config::ProviderConfig;
+pub use crate::domain::distribution::Distributions;
 pub use crate::domain::prompt::Measure;
-pub use crate::domain::run::{ErrorClass, RunManifest, RunStatus, TrialStatus};
+pub use crate::domain::run::{ErrorClass, RunManifest, RunStatus, TrialMethod, TrialStatus};
 
 /// The `model_runs.params` column.
 pub type RunParamsColumn = Json<Option<RunManifest>>;
@@ -125,6 +126,12 @@ pub struct TrialRecord {
     pub finish_reason: Option<String>,
     /// The snapshot that answered the last reply.
     pub model_version: Option<String>,
+    /// How the scores were read (done trials of runs since #17).
+    pub method: Option<TrialMethod>,
+    /// Each item's answer distribution, when the run asked for log-probabilities.
+    pub distributions: Option<Json<Distributions>>,
+    /// The answer came from the response cache: no request was sent for it.
+    pub cached: bool,
 }
 
 /// One recorded attempt.
@@ -694,6 +701,9 @@ pub struct TrialOutcome {
     pub cost_micros: Option<i64>,
     pub finish_reason: Option<String>,
     pub model_version: Option<String>,
+    pub method: Option<TrialMethod>,
+    pub distributions: Option<Json<Distributions>>,
+    pub cached: bool,
 }
 
 /// Ends a trial if this owner still holds it; false means the result was discarded because
@@ -732,6 +742,9 @@ pub fn finish_trial(
             (
                 model_trials::finish_reason.eq(&o.finish_reason),
                 model_trials::model_version.eq(&o.model_version),
+                model_trials::method.eq(o.method),
+                model_trials::distributions.eq(&o.distributions),
+                model_trials::cached.eq(o.cached),
             ),
         ))
         .execute(conn)?;
@@ -810,6 +823,7 @@ pub fn trials(conn: &mut DbConnection, run: RunId) -> QueryResult<Vec<TrialRecor
         .order(model_trials::id)
         .select(TrialRecord::as_select())
         .load(conn)
+        .map_err(corrupt_row("model_trials", format!("of run {run}")))
 }
 
 /// The attempts of a run's trials, by trial and attempt.
@@ -831,4 +845,5 @@ pub fn latest(conn: &mut DbConnection, run: RunId, limit: i64) -> QueryResult<Ve
         .limit(limit)
         .select(TrialRecord::as_select())
         .load(conn)
+        .map_err(corrupt_row("model_trials", format!("of run {run}")))
 }

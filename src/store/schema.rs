@@ -298,6 +298,24 @@ diesel::table! {
         finished_at -> Nullable<Timestamp>,
         finish_reason -> Nullable<Text>,
         model_version -> Nullable<Text>,
+        method -> Nullable<Text>,
+        distributions -> Nullable<Text>,
+        cached -> Bool,
+    }
+}
+
+diesel::table! {
+    /// Successful replies by the hash of what was asked (`store::cache`, #17).
+    response_cache (key) {
+        key -> Text,
+        provider_kind -> Text,
+        base_url -> Text,
+        model -> Text,
+        request -> Text,
+        repeat_index -> Integer,
+        http_status -> Integer,
+        reply -> Text,
+        created_at -> Timestamp,
     }
 }
 

@@ -243,6 +243,9 @@ fn claims_never_hand_out_a_trial_twice_and_expired_leases_return(db: TestDb) {
         cost_micros: None,
         finish_reason: None,
         model_version: None,
+        method: None,
+        distributions: None,
+        cached: false,
     };
     assert!(runs::finish_trial(&mut conn, run, done, "a", &outcome).unwrap());
     std::thread::sleep(Duration::from_millis(400));
@@ -865,6 +868,15 @@ fn local_llm() -> Option<LocalLlm> {
     Some(llm)
 }
 
+/// A two-item scale in upstream's questionnaires.json format (our own wording): SmolLM2-135M
+/// echoes PANAS's twenty items back instead of rating them (its reply to the demo's eb-code
+/// prompt is the item list, unchanged), but rates two items under the paper's wording.
+const TWO_ITEMS: &str = r#"[{"name": "FEEL-2", "questions": {"1": "Interested", "2": "Excited"},
+  "compute_mode": "SUM", "scale": 6, "reverse": [],
+  "prompt": "You can only reply the numbers from 1 to 5. SCENARIO Rate each feeling from 1 (not at all) to 5 (extremely):",
+  "inner_setting": "You are a helpful assistant who can only reply numbers from 1 to 5.",
+  "categories": [{"cat_name": "Positive Affect", "cat_questions": [1, 2]}]}]"#;
+
 #[test]
 fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
     let Some(llm) = local_llm() else { return };
@@ -876,6 +888,14 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
         &llm.url,
         "concurrency = 1\ntimeout_seconds = 600",
     )]);
+    let scale = cfg.dir.path().join("two-items.json");
+    std::fs::write(&scale, TWO_ITEMS).unwrap();
+    ok(eb(
+        &db,
+        &cfg,
+        &["import", "instruments", scale.to_str().unwrap()],
+        &[],
+    ));
     let started = Instant::now();
     let out = ok(demo_run(
         &db,
@@ -883,6 +903,10 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
         "local",
         "smollm2-135m",
         &[
+            "--instrument",
+            "FEEL-2",
+            "--template",
+            "paper",
             "--default-repeats",
             "2",
             "--repeats",
@@ -893,6 +917,7 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
             "120",
             "--seed",
             "1",
+            "--logprobs",
         ],
         &[],
     ));
@@ -905,10 +930,20 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
     assert_eq!(ts.len(), 6);
     let a = attempts(&db, run);
     let mut parsed = 0;
+    let mut distributions = 0;
     for t in &ts {
         assert!(
-            t.request.as_deref().is_some_and(|r| r.contains("Prompt: ")),
+            t.request
+                .as_deref()
+                .is_some_and(|r| r.contains("1. ") && r.contains("Interested")),
             "{t:?}"
+        );
+        let request: serde_json::Value =
+            serde_json::from_str(t.request.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            (&request["logprobs"], &request["top_logprobs"]),
+            (&serde_json::json!(true), &serde_json::json!(20)),
+            "{request}"
         );
         assert!(t.raw_reply.is_some(), "{t:?}");
         assert!(t.input_tokens.unwrap_or(0) > 0, "{t:?}");
@@ -916,8 +951,37 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
         assert!(t.latency_ms.is_some(), "{t:?}");
         match t.status.as_str() {
             "done" => {
-                assert_eq!(scores(t).len(), 20);
+                assert_eq!(scores(t).len(), 2);
                 parsed += 1;
+                // llama.cpp returns the top 20 alternatives of each token: every item's
+                // answer has a distribution over PANAS's 1..5 that sums to 1, and its mean.
+                assert_eq!(t.method.map(|m| m.as_str()), Some("logprobs"), "{t:?}");
+                let d = &t.distributions.as_ref().expect("distributions stored").0;
+                assert_eq!(d.min, 1);
+                assert_eq!(d.items.len(), 2);
+                for (item, score) in d.items.iter().zip(scores(t)) {
+                    let item = item.as_ref().expect("every item has its distribution");
+                    assert_eq!(item.probs.len(), 5);
+                    let sum: f64 = item.probs.iter().sum();
+                    assert!((sum - 1.0).abs() <= 1e-6, "sum {sum}: {item:?}");
+                    assert!(item.probs.iter().all(|p| (0.0..=1.0).contains(p)));
+                    let mean: f64 = item
+                        .probs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| (i as f64 + 1.0) * p)
+                        .sum();
+                    assert!((item.expected - mean).abs() < 1e-9, "{item:?}");
+                    // The parsed answer was the sampled token: at temperature 0, the likeliest.
+                    let top = item
+                        .probs
+                        .iter()
+                        .enumerate()
+                        .max_by(|a, b| a.1.total_cmp(b.1))
+                        .map(|(i, _)| i as i32 + 1);
+                    assert_eq!(top, Some(score), "{item:?}");
+                }
+                distributions += 1;
             }
             "failed" => {
                 assert_eq!(t.error_class.map(|c| c.as_str()), Some("parse"), "{t:?}");
@@ -932,7 +996,11 @@ fn local_model_a_small_run_through_the_openai_provider_records_every_trial() {
             other => panic!("trial {} is {other}", t.id),
         }
     }
-    eprintln!("local model: {parsed}/6 trials parsed");
+    eprintln!("local model: {parsed}/6 trials parsed, {distributions} with distributions");
+    assert!(
+        parsed > 0,
+        "no trial of the local model parsed: nothing to check"
+    );
     let _ = in_ci();
 }
 
@@ -1422,3 +1490,241 @@ fn the_report_names_each_runs_template_temperature_and_seed(db: TestDb) {
 }
 
 on_both_backends!(the_report_names_each_runs_template_temperature_and_seed);
+
+// -------------------------------------------------------------------------------------------
+// The response cache (#17)
+// -------------------------------------------------------------------------------------------
+
+/// Answers 1..5 by arrival number: repeats of one prompt get different answers, so a cache that
+/// collapsed them into one would show.
+fn varied() -> FakeServer {
+    FakeServer::start(|req| {
+        let score = i32::try_from(req.number % 5).unwrap() + 1;
+        FakeAction::answer(req, score, Duration::ZERO)
+    })
+    .unwrap()
+}
+
+/// (measure, situation, repeat) -> scores of a run's done trials.
+fn answers(db: &TestDb, run: RunId) -> std::collections::BTreeMap<(String, String, i32), Vec<i32>> {
+    trials(db, run)
+        .iter()
+        .map(|t| {
+            assert_eq!(t.status.as_str(), "done", "{t:?}");
+            (
+                (
+                    t.measure.as_str().to_owned(),
+                    t.situation_key.clone(),
+                    t.repeat_index,
+                ),
+                scores(t),
+            )
+        })
+        .collect()
+}
+
+const CACHE_RUN: [&str; 6] = [
+    "--default-repeats",
+    "200",
+    "--repeats",
+    "100",
+    "--seed",
+    "17",
+];
+
+fn an_identical_run_is_answered_from_the_cache_with_repeats_kept_apart(db: TestDb) {
+    with_demo(&db);
+    let server = varied();
+    let cfg = config(&[provider(
+        "fake",
+        "openai",
+        &server.base_url(),
+        "concurrency = 16\nprice_input_per_mtok = 1.0\nprice_output_per_mtok = 2.0",
+    )]);
+    let first = ok(demo_run(&db, &cfg, "fake", "m1", &CACHE_RUN, &[]));
+    assert!(first.contains("1800 trials"), "{first}");
+    assert_eq!(server.requests().len(), 1800);
+    let run1 = run_id(&first);
+    let a1 = answers(&db, run1);
+    assert_eq!(a1.len(), 1800);
+    assert!(trials(&db, run1).iter().all(|t| !t.cached));
+    // The repeats of one situation were answered differently.
+    let of_one: std::collections::HashSet<&Vec<i32>> = a1
+        .iter()
+        .filter(|((m, k, _), _)| m == "evoked" && k == "Anger-0_scenario-0")
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(of_one.len(), 5, "{of_one:?}");
+
+    let second = ok(demo_run(&db, &cfg, "fake", "m1", &CACHE_RUN, &[]));
+    assert_eq!(
+        server.requests().len(),
+        1800,
+        "the identical run sent nothing"
+    );
+    let run2 = run_id(&second);
+    assert_ne!(run1, run2);
+    // Each trial got its own repeat's answer, not one answer per prompt.
+    assert_eq!(answers(&db, run2), a1);
+    let t2 = trials(&db, run2);
+    assert!(
+        t2.iter().all(|t| t.cached && t.cost_micros == Some(0)),
+        "cached, at no cost"
+    );
+    let show = ok(eb(&db, &cfg, &["runs", "show", &run2.0.to_string()], &[]));
+    assert!(show.contains("1800 from the response cache"), "{show}");
+    let jsonl = ok(eb(
+        &db,
+        &cfg,
+        &["runs", "show", &run2.0.to_string(), "--trials"],
+        &[],
+    ));
+    let line: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+    assert_eq!(line["cached"], true, "{line}");
+    assert_eq!(line["method"], "parsed", "{line}");
+
+    let mut fresh = CACHE_RUN.to_vec();
+    fresh.push("--fresh");
+    let third = ok(demo_run(&db, &cfg, "fake", "m1", &fresh, &[]));
+    assert_eq!(
+        server.requests().len(),
+        3600,
+        "--fresh asks every trial again"
+    );
+    assert!(trials(&db, run_id(&third)).iter().all(|t| !t.cached));
+    // A different model is a different address.
+    let other = ok(demo_run(
+        &db,
+        &cfg,
+        "fake",
+        "m2",
+        &[
+            "--default-repeats",
+            "1",
+            "--repeats",
+            "1",
+            "--situations",
+            "emotion:Anger",
+            "--seed",
+            "17",
+        ],
+        &[],
+    ));
+    assert!(other.contains("3 trials"), "{other}");
+    assert_eq!(server.requests().len(), 3603);
+}
+
+on_both_backends!(an_identical_run_is_answered_from_the_cache_with_repeats_kept_apart);
+
+fn a_cache_exported_by_one_lab_answers_the_same_run_in_another(db: TestDb) {
+    with_demo(&db);
+    let server = varied();
+    let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
+    let small = [
+        "--default-repeats",
+        "2",
+        "--repeats",
+        "2",
+        "--situations",
+        "emotion:Anger",
+        "--seed",
+        "5",
+    ];
+    let first = ok(demo_run(&db, &cfg, "fake", "m1", &small, &[]));
+    assert_eq!(server.requests().len(), 6);
+    let a1 = answers(&db, run_id(&first));
+    let file = cfg.dir.path().join("cache.jsonl");
+    let out = ok(eb(
+        &db,
+        &cfg,
+        &["cache", "export", file.to_str().unwrap()],
+        &[],
+    ));
+    assert!(out.contains("6 cached replies"), "{out}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 6);
+
+    // Another lab: its own database, the same provider address.
+    let other = TestDb::sqlite();
+    with_demo(&other);
+    // A file with a cut line and an edited one is refused whole, naming both lines.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines[1].truncate(40);
+    lines[3] = lines[3].replace("\"repeat_index\":0", "\"repeat_index\":7");
+    lines[3] = lines[3].replace("\"repeat_index\":1", "\"repeat_index\":7");
+    let bad = cfg.dir.path().join("bad.jsonl");
+    std::fs::write(&bad, lines.join("\n")).unwrap();
+    let refused = eb(
+        &other,
+        &cfg,
+        &["cache", "import", bad.to_str().unwrap()],
+        &[],
+    );
+    assert!(!refused.status.success());
+    let err = stderr(&refused);
+    assert!(err.contains("line 2: not an entry"), "{err}");
+    assert!(err.contains("line 4: the key is not the hash"), "{err}");
+    assert!(err.contains("nothing imported"), "{err}");
+
+    let out = ok(eb(
+        &other,
+        &cfg,
+        &["cache", "import", file.to_str().unwrap()],
+        &[],
+    ));
+    assert!(
+        out.contains("6 cached replies read") && out.contains("6 new"),
+        "{out}"
+    );
+    let again = ok(demo_run(&other, &cfg, "fake", "m1", &small, &[]));
+    assert_eq!(
+        server.requests().len(),
+        6,
+        "answered from the imported cache"
+    );
+    assert_eq!(answers(&other, run_id(&again)), a1);
+}
+
+on_both_backends!(a_cache_exported_by_one_lab_answers_the_same_run_in_another);
+
+/// Stored distributions that do not decode are an error naming the column, never "none".
+fn stored_distributions_that_do_not_decode_are_corrupt(db: TestDb) {
+    use diesel::connection::SimpleConnection;
+    use emotionbench::store::StoreError;
+    with_demo(&db);
+    let server = answering(Duration::ZERO);
+    let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
+    let out = ok(demo_run(
+        &db,
+        &cfg,
+        "fake",
+        "m1",
+        &[
+            "--default-repeats",
+            "1",
+            "--repeats",
+            "1",
+            "--situations",
+            "keys:Anger-0_scenario-0",
+            "--seed",
+            "3",
+        ],
+        &[],
+    ));
+    let run = run_id(&out);
+    assert_eq!(trials(&db, run)[0].distributions, None);
+    let pool = db::connect(&db.url, 1).unwrap();
+    let mut conn = pool.get().unwrap();
+    conn.batch_execute(
+        "UPDATE model_trials SET distributions = '{\"min\": 1, \"items\": [{\"probs\": \"x\"}]}'",
+    )
+    .unwrap();
+    match StoreError::from(runs::trials(&mut conn, run).unwrap_err()) {
+        StoreError::Corrupt { table, column, .. } => {
+            assert_eq!((table, column.as_str()), ("model_trials", "distributions"));
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+on_both_backends!(stored_distributions_that_do_not_decode_are_corrupt);
