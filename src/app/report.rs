@@ -9,7 +9,8 @@ use crate::domain::measure::Measure;
 use crate::domain::provenance::{self, CohortSource, Provenance, RunSource, Software};
 use crate::domain::reliability::{Keying, Prompt, Response, psychometrics};
 use crate::domain::report::{
-    Condition, Factor, HumanObservation, Inputs, Layout, Mode, ModelInput, Report, Trial, build,
+    AnswerScale, Condition, Factor, HumanObservation, Inputs, Layout, Mode, ModelInput, Report,
+    Trial, build,
 };
 use crate::domain::run::TrialStatus;
 use crate::domain::survey::ParticipantStatus;
@@ -162,6 +163,10 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
             humans,
             models,
             compare,
+            scale: Some(AnswerScale {
+                instrument: instrument.clone(),
+                convention,
+            }),
         },
         options,
     );

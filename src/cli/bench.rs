@@ -350,7 +350,9 @@ fn bench_report(
         }
         times.sort_by(f64::total_cmp);
         println!(
-            "report ({mode:?} mode, {cohorts} cohorts, read + score + statistics + JSON): median {:.3} s over {} runs (min {:.3}, max {:.3})",
+            "report ({mode:?} mode, {cohorts} cohorts, read + score + statistics + alignment with {} bootstrap resamples, {} ceiling splits and the null baselines + JSON): median {:.3} s over {} runs (min {:.3}, max {:.3})",
+            options.resamples,
+            options.resamples,
             times[times.len() / 2],
             times.len(),
             times[0],

@@ -45,7 +45,15 @@ pub struct ReportArgs {
     /// Multiple-comparison correction over each cohort's factor table: bh or holm.
     #[arg(long, value_enum)]
     correction: Option<Correction>,
-    /// html, md, csv or json.
+    /// Seed of the alignment's bootstrap, human-ceiling splits and null responders (the same
+    /// seed gives the same report).
+    #[arg(long, default_value_t = emotionbench::domain::observation::DEFAULT_SEED)]
+    seed: u64,
+    /// Bootstrap resamples (and ceiling splits) for the alignment's 95 % intervals; 0: none.
+    #[arg(long, default_value_t = emotionbench::domain::observation::DEFAULT_RESAMPLES)]
+    resamples: usize,
+    /// html, md, csv, json, or alignment-csv (the alignment block alone: one row per
+    /// model, ceiling or baseline × scope × metric with value, ci_low, ci_high).
     #[arg(long, default_value = "md")]
     format: Format,
     /// Write here instead of standard output (created readable by its owner only).
@@ -76,6 +84,8 @@ pub fn run(settings: &Settings, args: ReportArgs) -> anyhow::Result<()> {
         alpha: args.alpha,
         unit: args.unit,
         correction: args.correction,
+        seed: args.seed,
+        resamples: args.resamples,
     };
     let request = ReportRequest {
         models: args.models.clone(),

@@ -81,7 +81,7 @@ pub fn percentile_ci<T: Clone>(
 }
 
 /// `numpy.percentile(sorted, q)` with the default linear method.
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], q: f64) -> f64 {
     let pos = q / 100.0 * (sorted.len() - 1) as f64;
     let lo = pos.floor() as usize;
     let hi = (lo + 1).min(sorted.len() - 1);

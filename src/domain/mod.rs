@@ -1,6 +1,7 @@
 //! Pure domain logic: no I/O, no diesel, no actix. Everything here is unit-tested.
 
 pub mod account;
+pub mod alignment;
 pub mod archive;
 pub mod assignment;
 pub mod bootstrap;

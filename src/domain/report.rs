@@ -30,6 +30,8 @@
 
 use serde::Serialize;
 
+use super::alignment;
+pub use super::alignment::{Alignment, AnswerScale, Baseline, Ceiling, Method, Metric};
 pub use super::observation::{
     Condition, Correction, Factor, HumanObservation, Layout, Mode, ModelInput, Options,
     PAPER_EPSILON, Trial, Unit, choice, model_test,
@@ -153,36 +155,6 @@ pub struct Cohort {
     pub psychometrics: Option<super::reliability::Psychometrics>,
 }
 
-/// Alignment of one category between a model and the humans.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CategoryAlignment {
-    pub name: String,
-    pub direction_agreement: Option<f64>,
-    pub delta_correlation: Option<f64>,
-    pub evoked_mae: Option<f64>,
-    /// Model default mean − human default mean.
-    pub default_gap: Option<f64>,
-}
-
-/// How one model lines up with the humans over the factor table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Alignment {
-    pub model: String,
-    /// Share of factor × category cells where ↑/↓/− agrees with the humans'.
-    pub direction_agreement: Option<f64>,
-    pub cells_compared: usize,
-    pub cells_agreeing: usize,
-    /// Pearson r of the model's Δ with the humans' Δ across factors, the mean over categories
-    /// (per category in `categories`).
-    pub delta_correlation: Option<f64>,
-    /// Mean |model evoked mean − human evoked mean| over factor × category cells.
-    pub evoked_mae: Option<f64>,
-    /// Mean over categories of |model default mean − human default mean|.
-    pub default_gap: Option<f64>,
-    pub categories: Vec<CategoryAlignment>,
-    pub summary: String,
-}
-
 /// The whole report (the JSON machine interface).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -198,7 +170,14 @@ pub struct Report {
     /// Which humans: all completed participants, or one side of the study's split.
     pub humans_from: String,
     pub cohorts: Vec<Cohort>,
+    /// Each model against the humans, with bootstrap intervals (`domain::alignment`).
     pub alignment: Vec<Alignment>,
+    /// The humans against themselves (random halves): how aligned anyone can be.
+    pub ceiling: Option<Ceiling>,
+    /// Null responders measured like a model: uniform, population marginal, shuffled labels.
+    pub baselines: Vec<Baseline>,
+    /// The bootstrap's seed and resamples, and the factors with few or no humans.
+    pub alignment_method: Method,
     /// Two model cohorts that differ only in their prompt template, compared.
     pub comparison: Option<Comparison>,
     /// Methods and provenance (software, generation time, each cohort's runs, the humans
@@ -484,118 +463,6 @@ fn finish(cohort: &mut Cohort, options: Options) {
     }
 }
 
-fn mean(x: &[f64]) -> Option<f64> {
-    (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
-}
-
-fn overall(cohort: &Cohort) -> Option<&Group> {
-    cohort.groups.iter().find(|g| g.level == Level::Overall)
-}
-
-/// The alignment of a model cohort with the humans' cohort (same layout, same group order).
-pub fn align(humans: &Cohort, model: &Cohort) -> Alignment {
-    let ncat = overall(humans).map_or(0, |g| g.categories.len());
-    let pairs: Vec<(&Group, &Group)> = humans
-        .groups
-        .iter()
-        .zip(&model.groups)
-        .filter(|(h, _)| h.level == Level::Factor)
-        .collect();
-    let mut categories = Vec::with_capacity(ncat);
-    let (mut compared, mut agreeing) = (0, 0);
-    let mut all_abs = Vec::new();
-    for c in 0..ncat {
-        let cells: Vec<(&CategoryResult, &CategoryResult)> = pairs
-            .iter()
-            .filter_map(|(h, m)| Some((h.categories.get(c)?, m.categories.get(c)?)))
-            .filter(|(h, m)| h.delta.is_some() && m.delta.is_some())
-            .collect();
-        let agree = cells
-            .iter()
-            .filter(|(h, m)| h.direction == m.direction)
-            .count();
-        compared += cells.len();
-        agreeing += agree;
-        let hd: Vec<f64> = cells.iter().filter_map(|(h, _)| h.delta).collect();
-        let md: Vec<f64> = cells.iter().filter_map(|(_, m)| m.delta).collect();
-        let abs: Vec<f64> = cells
-            .iter()
-            .filter_map(|(h, m)| Some((m.evoked_mean? - h.evoked_mean?).abs()))
-            .collect();
-        all_abs.extend_from_slice(&abs);
-        let gap = overall(model)
-            .and_then(|g| g.categories.get(c)?.default_mean)
-            .zip(overall(humans).and_then(|g| g.categories.get(c)?.default_mean))
-            .and_then(|(m, h)| finite(m - h));
-        categories.push(CategoryAlignment {
-            name: overall(humans)
-                .and_then(|g| g.categories.get(c))
-                .map(|x| x.name.clone())
-                .unwrap_or_default(),
-            direction_agreement: (!cells.is_empty()).then(|| agree as f64 / cells.len() as f64),
-            delta_correlation: stats::pearson(&hd, &md),
-            evoked_mae: mean(&abs),
-            default_gap: gap,
-        });
-    }
-    let rs: Vec<f64> = categories
-        .iter()
-        .filter_map(|c| c.delta_correlation)
-        .collect();
-    let gaps: Vec<f64> = categories
-        .iter()
-        .filter_map(|c| c.default_gap.map(f64::abs))
-        .collect();
-    let mut a = Alignment {
-        model: model.name.clone(),
-        direction_agreement: (compared > 0).then(|| agreeing as f64 / compared as f64),
-        cells_compared: compared,
-        cells_agreeing: agreeing,
-        delta_correlation: if rs.len() == categories.len() {
-            mean(&rs)
-        } else {
-            None
-        },
-        evoked_mae: mean(&all_abs),
-        default_gap: mean(&gaps),
-        categories,
-        summary: String::new(),
-    };
-    a.summary = summary_line(&a);
-    a
-}
-
-fn summary_line(a: &Alignment) -> String {
-    if a.cells_compared == 0 {
-        return format!(
-            "{}: no factor with data from both the model and the humans.",
-            a.model
-        );
-    }
-    let per_cat = a
-        .categories
-        .iter()
-        .map(|c| match c.delta_correlation {
-            Some(r) => format!("{} r = {r:.2}", c.name),
-            None => format!("{} r undefined", c.name),
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "{}: same direction as the humans in {} of {} factor cells ({:.0} %); \
-         correlation of Δ with the humans' Δ across factors: {}; \
-         evoked means {} points from the humans' on average; default level {} points away.",
-        a.model,
-        a.cells_agreeing,
-        a.cells_compared,
-        100.0 * a.cells_agreeing as f64 / a.cells_compared as f64,
-        per_cat,
-        a.evoked_mae.map_or("n/a".to_owned(), |x| format!("{x:.1}")),
-        a.default_gap
-            .map_or("n/a".to_owned(), |x| format!("{x:.1}")),
-    )
-}
-
 /// The inputs of a report besides the options.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inputs {
@@ -611,6 +478,8 @@ pub struct Inputs {
     pub models: Vec<ModelInput>,
     /// Indexes into `models` of two prompt variants to compare.
     pub compare: Option<(usize, usize)>,
+    /// The answer scale and scoring, for the uniform responder baseline (none without it).
+    pub scale: Option<AnswerScale>,
 }
 
 /// Computes the report.
@@ -625,14 +494,13 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
     for c in &mut cohorts {
         finish(c, options);
     }
-    let alignment = match cohorts.iter().find(|c| c.kind == Kind::Humans) {
-        Some(h) => cohorts
-            .iter()
-            .filter(|c| c.kind == Kind::Model)
-            .map(|m| align(h, m))
-            .collect(),
-        None => Vec::new(),
-    };
+    let aligned = alignment::align(
+        &inputs.layout,
+        &inputs.humans,
+        &inputs.models,
+        inputs.scale.as_ref(),
+        options,
+    );
     let comparison = inputs.compare.and_then(|(a, b)| {
         Some(compare(
             &inputs.layout,
@@ -651,7 +519,10 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
         scoring: inputs.scoring.clone(),
         humans_from: inputs.humans_from.clone(),
         cohorts,
-        alignment,
+        alignment: aligned.alignment,
+        ceiling: aligned.ceiling,
+        baselines: aligned.baselines,
+        alignment_method: aligned.method,
         comparison,
         provenance: None,
     }
@@ -899,6 +770,7 @@ mod tests {
                 trials,
             }],
             compare: None,
+            scale: None,
         }
     }
 
@@ -937,8 +809,10 @@ mod tests {
         assert_eq!(s.cohorts[1].groups[0].categories[0].n_evoked, 4);
         assert_eq!(s.cohorts[1].groups[0].categories[0].evoked_mean, Some(21.0));
         let a = &r.alignment[0];
-        assert_eq!(a.cells_compared, 6);
-        assert!(a.summary.starts_with("m: same direction as the humans in"));
+        // 3 factors × 2 categories, each with humans and trials.
+        assert_eq!(a.distances.len(), 6);
+        assert!(a.metrics.cells_compared <= 6);
+        assert!(a.summary.starts_with("m: "), "{}", a.summary);
         let json = serde_json::to_string(&r).unwrap();
         assert!(!json.contains("NaN") && !json.contains("inf"));
     }

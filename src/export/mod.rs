@@ -10,6 +10,7 @@
 //! Text cells a spreadsheet would run as a formula are neutralised unless the caller asks for
 //! raw cells ([`cells`]); the codebook says which columns are text and how they were written.
 
+pub mod alignment;
 pub mod cells;
 pub mod charts;
 pub mod finetune;

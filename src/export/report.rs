@@ -14,6 +14,8 @@ pub enum Format {
     Md,
     Csv,
     Json,
+    /// The alignment block alone as a long CSV (`export::alignment::csv`).
+    AlignmentCsv,
 }
 
 impl std::str::FromStr for Format {
@@ -24,8 +26,9 @@ impl std::str::FromStr for Format {
             "md" | "markdown" => Ok(Format::Md),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
+            "alignment-csv" => Ok(Format::AlignmentCsv),
             _ => Err(format!(
-                "unknown format {s:?}: expected html, md, csv or json"
+                "unknown format {s:?}: expected html, md, csv, json or alignment-csv"
             )),
         }
     }
@@ -53,6 +56,7 @@ pub fn render(report: &Report, format: Format, cells: Cells) -> Result<String, R
         Format::Csv => csv_text(report, cells),
         Format::Json => Ok(serde_json::to_string_pretty(report)? + "\n"),
         Format::Html => html(report),
+        Format::AlignmentCsv => Ok(crate::export::alignment::csv(report, cells)?),
     }
 }
 
@@ -320,6 +324,7 @@ pub fn markdown(report: &Report) -> String {
         for a in &report.alignment {
             out.push_str(&format!("- {}\n", md(&a.summary)));
         }
+        markdown_alignment(&mut out, report);
     }
     if let Some((title, t)) = &tables.comparison {
         out.push_str(&format!("\n## {}\n\n", md(title)));
@@ -359,6 +364,25 @@ pub fn methods(report: &Report) -> Vec<String> {
 }
 
 /// A caption line, then the table.
+/// The alignment block (`export::alignment`): how it was computed, its warnings, its tables.
+fn markdown_alignment(out: &mut String, report: &Report) {
+    for n in crate::export::alignment::notes(report) {
+        out.push_str(&format!("\n{}\n", md(&n)));
+    }
+    for t in crate::export::alignment::tables(report) {
+        let rows: Vec<TableRow> = t
+            .rows
+            .into_iter()
+            .map(|r| TableRow {
+                label: r.label,
+                cells: r.cells,
+            })
+            .collect();
+        out.push_str(&format!("\n{}\n\n", md(&t.caption)));
+        markdown_table(out, &t.header, &rows);
+    }
+}
+
 fn markdown_numbered(out: &mut String, t: &Numbered) {
     out.push_str(&format!("{}\n\n", md(&t.caption)));
     markdown_table(out, &t.header, &t.rows);
@@ -577,6 +601,9 @@ pub struct View {
     pub methods: Vec<String>,
     pub charts: Charts,
     pub summaries: Vec<String>,
+    /// The alignment block's notes and tables (`export::alignment`).
+    pub alignment_notes: Vec<String>,
+    pub alignment: Vec<crate::export::alignment::Table>,
     pub counts: Vec<String>,
     pub mode: String,
     pub unit: String,
@@ -594,6 +621,8 @@ pub fn view(report: &Report) -> Result<View, RenderError> {
         methods: methods(report),
         charts: charts(report)?,
         summaries: report.alignment.iter().map(|a| a.summary.clone()).collect(),
+        alignment_notes: crate::export::alignment::notes(report),
+        alignment: crate::export::alignment::tables(report),
         counts: report
             .cohorts
             .iter()

@@ -132,13 +132,62 @@ fn assert_shape(r: &Value) {
     }
     for a in r["alignment"].as_array().unwrap() {
         assert!(a["model"].is_string());
-        for k in [
-            "direction_agreement",
-            "delta_correlation",
-            "evoked_mae",
-            "default_gap",
-        ] {
-            assert!(is_num_or_null(&a[k]), "{k} in {a}");
+        assert_metric_set(a);
+        assert!(a["summary"].is_string());
+    }
+    // The ceiling and every baseline carry the same metrics (#16).
+    if !r["alignment"].as_array().unwrap().is_empty() {
+        assert_metric_set(&r["ceiling"]);
+        assert!(r["ceiling"]["splits"].is_u64());
+    }
+    for b in r["baselines"].as_array().unwrap() {
+        assert!(["uniform", "marginal", "shuffled"].contains(&b["kind"].as_str().unwrap()));
+        assert!(b["name"].is_string());
+        assert_metric_set(b);
+    }
+    let m = &r["alignment_method"];
+    assert!(m["seed"].is_u64() && m["resamples"].is_u64());
+    for k in ["few_humans", "no_humans", "warnings"] {
+        assert!(m[k].is_array(), "{k} in {m}");
+    }
+}
+
+/// The alignment metrics, each `{value, ci_low, ci_high}` (numbers or null; low ≤ high),
+/// overall, per category and per emotion.
+const METRICS: [&str; 6] = [
+    "direction_agreement",
+    "delta_correlation",
+    "evoked_mae",
+    "default_gap",
+    "wasserstein",
+    "jensen_shannon",
+];
+
+fn assert_metric_set(x: &Value) {
+    let metrics = |o: &Value| {
+        for k in METRICS {
+            let m = &o[k];
+            for f in ["value", "ci_low", "ci_high"] {
+                assert!(
+                    m.get(f).is_some() && is_num_or_null(&m[f]),
+                    "{k}.{f} in {o}"
+                );
+            }
+            if let (Some(l), Some(h)) = (m["ci_low"].as_f64(), m["ci_high"].as_f64()) {
+                assert!(l <= h, "{k} in {o}");
+            }
+        }
+    };
+    metrics(x);
+    assert!(x["cells_compared"].is_u64() && x["cells_agreeing"].is_u64());
+    for scope in ["categories", "emotions"] {
+        let list = x[scope]
+            .as_array()
+            .unwrap_or_else(|| panic!("{scope} in {x}"));
+        assert!(!list.is_empty());
+        for s in list {
+            assert!(s["name"].is_string());
+            metrics(s);
         }
     }
 }
@@ -558,11 +607,13 @@ fn the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json(
     assert!(html.contains("<caption>Table 1. Change per emotion and category"));
     assert!(html.contains("<caption>Table 2. Factor table of humans"));
     assert!(html.contains("<caption>Table 3. Factor table of gpt-4"));
-    // The three, and the psychometrics block's reliability and test–retest tables.
+    // The three, the psychometrics block's reliability and test–retest tables, and the
+    // alignment's.
     assert_eq!(
         html.matches("<div class=\"table-scroll\" tabindex=\"0\" role=\"region\"")
             .count(),
-        5
+        5 + 2,
+        "Tables 1-3, the psychometrics' two, and the alignment's Table A1 and A2 (one model)"
     );
     assert!(html.contains("<th scope=\"row\">Facing Self-Opinioned People</th>"));
 }
@@ -706,7 +757,137 @@ fn missing_data_is_drawn_as_missing_never_as_a_zero_bar(db: TestDb) {
     assert!(filled >= 15, "{filled}");
 }
 
+/// #16 point 3 on the published humans and two models: every alignment metric with its
+/// bootstrap interval, the human ceiling and the null baselines with the same metrics,
+/// reproducible by seed; the Markdown shows them as tables.
+fn the_alignment_has_intervals_a_human_ceiling_and_null_baselines(db: TestDb) {
+    if upstream().is_none() {
+        return;
+    }
+    import_published(&db);
+    let args = ["--mode", "paper", "--resamples", "200", "--seed", "5"];
+    let r = json(&db, &args);
+    assert_shape(&r);
+    assert_eq!(r["alignment_method"]["seed"], 5);
+    assert_eq!(r["alignment_method"]["resamples"], 200);
+    let a = r["alignment"].as_array().unwrap();
+    assert_eq!(a.len(), 2);
+    let gpt4 = a.iter().find(|x| x["model"] == "gpt-4").unwrap();
+    for k in METRICS {
+        let m = &gpt4[k];
+        let (v, l, h) = (
+            m["value"].as_f64(),
+            m["ci_low"].as_f64(),
+            m["ci_high"].as_f64(),
+        );
+        if k == "direction_agreement" && v.is_none() {
+            continue;
+        }
+        let (v, l, h) = (v.unwrap(), l.unwrap(), h.unwrap());
+        // A percentile interval need not contain the estimate, but here it is not far off.
+        assert!(l <= h && l - 0.5 <= v && v <= h + 0.5, "{k}: {m}");
+    }
+    // 1,266 humans: two random halves agree closely on the change per factor; the distances
+    // lie on their scales (W1 in points, JS within [0, 1]).
+    let c = &r["ceiling"];
+    assert_eq!(c["splits"], 200);
+    let ceiling_r = c["delta_correlation"]["value"].as_f64().unwrap();
+    assert!(ceiling_r > 0.5, "{c}");
+    let js = gpt4["jensen_shannon"]["value"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&js));
+    assert!(gpt4["wasserstein"]["value"].as_f64().unwrap() > 0.0);
+    // 36 factors × 2 categories of distances.
+    assert_eq!(gpt4["distances"].as_array().unwrap().len(), 72);
+    // Baselines: the uniform responder, the population marginal, and each model shuffled.
+    let kinds: Vec<&str> = r["baselines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["uniform", "marginal", "shuffled", "shuffled"]);
+    let uniform = &r["baselines"][0];
+    assert!(
+        uniform["evoked_mae"]["value"].as_f64().unwrap()
+            > gpt4["evoked_mae"]["value"].as_f64().unwrap() / 10.0
+    );
+    // Honest summaries: the count of significant cells is in the sentence.
+    let summary = gpt4["summary"].as_str().unwrap();
+    assert!(summary.contains("factor cells where the humans or the model change significantly"));
+    assert!(summary.contains("human ceiling r = "), "{summary}");
+    assert!(!summary.contains("  "), "{summary}");
+    // Same seed: the same alignment, byte for byte; another seed: other intervals, same values.
+    let again = json(&db, &args);
+    assert_eq!(again["alignment"], r["alignment"]);
+    assert_eq!(again["ceiling"], r["ceiling"]);
+    assert_eq!(again["baselines"], r["baselines"]);
+    let other = json(
+        &db,
+        &["--mode", "paper", "--resamples", "200", "--seed", "6"],
+    );
+    let other4 = &other["alignment"][0];
+    let same4 = &r["alignment"][0];
+    assert_eq!(other4["evoked_mae"]["value"], same4["evoked_mae"]["value"]);
+    assert_ne!(
+        other4["evoked_mae"]["ci_low"],
+        same4["evoked_mae"]["ci_low"]
+    );
+    // No resamples: values without intervals and no ceiling.
+    let none = json(&db, &["--mode", "paper", "--resamples", "0"]);
+    assert!(none["alignment"][0]["evoked_mae"]["ci_low"].is_null());
+    assert!(none["ceiling"].is_null());
+    // Markdown and HTML: the alignment tables, the ceiling and the baselines beside each model.
+    let md = report(&db, &["--mode", "paper", "--resamples", "200"]);
+    assert!(md.contains("Human ceiling"), "{md}");
+    assert!(md.contains("Uniform responder"));
+    assert!(md.contains("Shuffled situation labels"));
+    assert!(md.contains("Bootstrap: 200 resamples, seed 16"), "{md}");
+    let html = report(
+        &db,
+        &["--mode", "paper", "--resamples", "200", "--format", "html"],
+    );
+    assert!(html.contains("Human ceiling") && html.contains("Population marginal"));
+    // The alignment CSV: one row per cohort × scope × metric, read by pandas.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("alignment.csv");
+    report(
+        &db,
+        &[
+            "--mode",
+            "paper",
+            "--resamples",
+            "200",
+            "--format",
+            "alignment-csv",
+            "-o",
+            csv.to_str().unwrap(),
+        ],
+    );
+    if let Some(python) = pandas_python() {
+        let out = Command::new(&python)
+            .arg("-c")
+            .arg(
+                "import sys, pandas as pd\nd = pd.read_csv(sys.argv[1])\n\
+                 g = d[(d.cohort == 'gpt-4') & (d.scope == 'overall') & (d.metric == 'evoked_mae')]\n\
+                 print(sorted(set(d.kind)), len(g), bool((g.ci_low <= g.ci_high).all()))",
+            )
+            .arg(&csv)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "['baseline', 'ceiling', 'model'] 1 True"
+        );
+    }
+}
+
 on_both_backends!(
+    the_alignment_has_intervals_a_human_ceiling_and_null_baselines,
     missing_data_is_drawn_as_missing_never_as_a_zero_bar,
     the_admin_report_page_offers_choices_downloads_svg_and_keeps_errors_in_its_layout,
     the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json,
