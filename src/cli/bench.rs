@@ -46,6 +46,10 @@ pub enum BenchCommand {
         /// Timed runs (the median is reported).
         #[arg(long, default_value_t = 7)]
         runs: usize,
+        /// The alignment's bootstrap resamples and ceiling splits (the report's default; 0
+        /// times the report without them).
+        #[arg(long, default_value_t = emotionbench::domain::observation::DEFAULT_RESAMPLES)]
+        resamples: usize,
     },
     /// Create an open study for load tests on DATABASE_URL (the demo situations, PANAS,
     /// shuffled items, no minimum reading time).
@@ -115,7 +119,8 @@ pub fn run(settings: Settings, cmd: BenchCommand) -> anyhow::Result<()> {
             models,
             trials,
             runs,
-        } => bench_report(participants, models, trials, runs),
+            resamples,
+        } => bench_report(participants, models, trials, runs, resamples),
         BenchCommand::PrepareStudy { slug, target } => {
             let pool = super::db::writing(&settings)?;
             if app::demo::prepare_bench_study(&mut *pool.get()?, &slug, target)? {
@@ -315,6 +320,7 @@ fn bench_report(
     models: usize,
     trials: usize,
     runs: usize,
+    resamples: usize,
 ) -> anyhow::Result<()> {
     use emotionbench::domain::report::{Mode, Options};
     let bench = TempDb::new()?;
@@ -329,6 +335,7 @@ fn bench_report(
     for mode in [Mode::Paper, Mode::Default] {
         let options = Options {
             mode,
+            resamples,
             ..Options::default()
         };
         let mut times = Vec::with_capacity(runs.max(1));
