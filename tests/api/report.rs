@@ -604,9 +604,24 @@ fn the_factor_table_gives_every_factor_its_statistics_in_markdown_html_and_json(
             "html",
         ],
     );
-    assert!(html.contains("<caption>Table 1. Change per emotion and category"));
-    assert!(html.contains("<caption>Table 2. Factor table of humans"));
-    assert!(html.contains("<caption>Table 3. Factor table of gpt-4"));
+    // Each caption is shown above its scrolling region (so a phone wraps it to the screen)
+    // and kept inside its table for assistive technology.
+    for caption in [
+        "Table 1. Change per emotion and category",
+        "Table 2. Factor table of humans",
+        "Table 3. Factor table of gpt-4",
+    ] {
+        assert!(
+            html.contains(&format!(
+                "<p class=\"table-caption\" aria-hidden=\"true\">{caption}"
+            )),
+            "{caption}"
+        );
+        assert!(
+            html.contains(&format!("<caption class=\"visually-hidden\">{caption}")),
+            "{caption}"
+        );
+    }
     // The three, the psychometrics block's reliability and test–retest tables, and the
     // alignment's.
     assert_eq!(
