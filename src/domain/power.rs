@@ -112,26 +112,8 @@ pub fn two_sample_power(d: f64, n: u32, alpha: f64) -> f64 {
 /// `t` with `P(|T| ≥ t) = alpha` for Student's t with `df` degrees of freedom (as
 /// `scipy.stats.t.isf(alpha / 2, df)`), by bisection on the exact two-sided p.
 pub fn t_critical(alpha: f64, df: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while t_two_sided_p(hi, df) > alpha {
-        hi *= 2.0;
-        if hi > 1e300 {
-            return f64::INFINITY;
-        }
-    }
-    // 200 halvings reach the spacing of doubles long before the cap.
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if t_two_sided_p(mid, df) > alpha {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    0.5 * (lo + hi)
+    // The two-sided p falls as t grows: t is still below the answer while p > alpha.
+    super::stats::bisect_crossing(|t| t_two_sided_p(t, df) > alpha)
 }
 
 /// The standard normal distribution function Φ(x), through `erfc(z) = Q(½, z²)` (the

@@ -390,25 +390,7 @@ pub fn icc1_ci95(table: &[Vec<f64>]) -> Result<Option<(f64, f64)>, IccError> {
 /// The `p` quantile of the F distribution (as `scipy.stats.f.ppf`), by bisection on the exact
 /// distribution function.
 fn f_quantile(p: f64, dfn: f64, dfd: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while f_cdf(hi, dfn, dfd) < p {
-        hi *= 2.0;
-        if hi > 1e300 {
-            return f64::INFINITY;
-        }
-    }
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if f_cdf(mid, dfn, dfd) < p {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    0.5 * (lo + hi)
+    super::stats::bisect_crossing(|x| f_cdf(x, dfn, dfd) < p)
 }
 
 /// The one-way ANOVA of a balanced table by target.

@@ -629,6 +629,34 @@ fn f_xy(f: f64, dfn: f64, dfd: f64) -> Option<(f64, f64)> {
     }
 }
 
+/// The point `x ≥ 0` where `below(x)` turns from true to false, for a `below` that is true up
+/// to one crossing and false after it (a monotone distribution function compared with its
+/// target): doubling until past it, then bisecting to the spacing of doubles. Infinity when it
+/// is still below at 1e300. Quantiles of the t and F distributions are found so, on their exact
+/// distribution functions.
+pub fn bisect_crossing(below: impl Fn(f64) -> bool) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    while below(hi) {
+        hi *= 2.0;
+        if hi > 1e300 {
+            return f64::INFINITY;
+        }
+    }
+    // 200 halvings reach the spacing of doubles long before the cap.
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if below(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
 #[cfg(test)]
 // The reference literals are SciPy output, not approximations of constants.
 #[allow(clippy::unwrap_used, clippy::approx_constant)]
