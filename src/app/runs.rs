@@ -151,6 +151,9 @@ pub fn create(
     if req.model.trim().is_empty() {
         return Err(invalid("the model name is empty"));
     }
+    if req.params.max_cost_micros.is_some() && !has_prices(provider) {
+        return Err(invalid(no_prices(provider)));
+    }
     let template = resolve_template(&req.template)?;
     let study = study(conn, &req.study)?;
     let (instrument_id, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
@@ -324,6 +327,44 @@ pub fn change(
             None,
         )?;
         Ok(run)
+    })
+}
+
+/// A budget counts recorded costs, which need the provider's prices: without them every
+/// trial costs "unknown" and the limit would never be reached.
+fn has_prices(p: &crate::config::ProviderConfig) -> bool {
+    p.price_input_per_mtok.is_some() || p.price_output_per_mtok.is_some()
+}
+
+fn no_prices(p: &crate::config::ProviderConfig) -> String {
+    format!(
+        "a budget needs provider {:?}'s prices: set price_input_per_mtok and \
+         price_output_per_mtok (USD per million tokens) in its [[providers]] entry",
+        p.name
+    )
+}
+
+/// Sets run `id`'s budget (micro-USD) and records it in the audit log; the run's workers read
+/// it before their next claim.
+pub fn set_budget(
+    conn: &mut DbConnection,
+    id: RunId,
+    micros: i64,
+    actor: &audit::Actor,
+) -> Result<()> {
+    conn.write_transaction(|conn| {
+        if runs::get(conn, id)?.is_none() {
+            return Err(Error::NoRun(id.0));
+        }
+        runs::set_max_cost(conn, id, micros)?;
+        audit::record(
+            conn,
+            actor,
+            "run.budget",
+            Some(&id.0.to_string()),
+            Some(&serde_json::json!({ "max_cost_micros": micros })),
+        )?;
+        Ok(())
     })
 }
 

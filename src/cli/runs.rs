@@ -68,6 +68,11 @@ pub struct RunArgs {
     /// replace the cached ones).
     #[arg(long)]
     pub fresh: bool,
+    /// Pause the run once its cost reaches this many US dollars (needs the provider's prices in
+    /// the config). Trials in flight then still finish: the total can pass the limit by at
+    /// most the provider's concurrency times one trial's cost.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
     /// Only create the run (workers pick it up); do not work it here.
     #[arg(long)]
     pub detach: bool,
@@ -106,7 +111,13 @@ pub enum RunsCommand {
     /// Stop claiming new trials (trials in flight finish).
     Pause { id: i64 },
     /// Queue a paused, failed or cancelled run again.
-    Resume { id: i64 },
+    Resume {
+        id: i64,
+        /// A new budget in US dollars (a run paused at its budget goes on only with a higher
+        /// one).
+        #[arg(long, value_name = "USD")]
+        max_cost: Option<f64>,
+    },
     /// Cancel a run: its pending trials are never sent.
     Cancel { id: i64 },
 }
@@ -164,6 +175,14 @@ fn sized(mut settings: Settings, slots: usize) -> Settings {
     settings
 }
 
+/// `--max-cost` in micro-USD, the unit costs are recorded in.
+fn usd_to_micros(usd: f64) -> anyhow::Result<i64> {
+    if !usd.is_finite() || usd <= 0.0 || usd > 1e9 {
+        anyhow::bail!("--max-cost must be a positive number of US dollars, not {usd}");
+    }
+    Ok((usd * 1e6).round() as i64)
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
@@ -202,6 +221,7 @@ pub fn run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
             custom_template: None,
             logprobs: args.logprobs,
             fresh: args.fresh,
+            max_cost_micros: args.max_cost.map(usd_to_micros).transpose()?,
         },
     };
     let pool = db::writing(&settings)?;
@@ -372,7 +392,19 @@ pub fn runs(settings: &Settings, cmd: RunsCommand) -> anyhow::Result<()> {
         RunsCommand::List => return list(settings),
         RunsCommand::Show { id, trials } => return show(settings, RunId(id), trials),
         RunsCommand::Pause { id } => (id, RunAction::Pause),
-        RunsCommand::Resume { id } => (id, RunAction::Resume),
+        RunsCommand::Resume { id, max_cost } => {
+            if let Some(usd) = max_cost {
+                let pool = db::writing(settings)?;
+                setup::set_budget(
+                    &mut *pool.get()?,
+                    RunId(id),
+                    usd_to_micros(usd)?,
+                    &Actor::Cli,
+                )?;
+                println!("run {id}: budget ${usd:.4}");
+            }
+            (id, RunAction::Resume)
+        }
         RunsCommand::Cancel { id } => (id, RunAction::Cancel),
     };
     let (id, action) = action;
@@ -418,6 +450,18 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
     println!("provider:   {} / model {}", r.provider, r.model);
     println!("template:   {}", r.template);
     println!("params:     {}", r.params.to_text()?);
+    if let Some(limit) = r
+        .params
+        .0
+        .as_ref()
+        .and_then(|m| m.requested.max_cost_micros)
+    {
+        println!(
+            "budget:     ${:.4}; spent ${:.4}",
+            limit as f64 / 1e6,
+            p.cost_micros as f64 / 1e6
+        );
+    }
     println!("selection:  {}", r.selection);
     println!(
         "repeats:    {} per situation, {} default; seed {}",

@@ -113,6 +113,11 @@ pub struct RunParams {
     /// replace the cached ones).
     #[serde(default, skip_serializing_if = "is_false")]
     pub fresh: bool,
+    /// The run pauses once its recorded cost reaches this (micro-USD; `--max-cost`). Trials
+    /// in flight when it is reached still finish, so the total can pass it by at most one
+    /// in-flight window (the provider's concurrency times one trial's cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_micros: Option<i64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -129,6 +134,7 @@ impl Default for RunParams {
             custom_template: None,
             logprobs: false,
             fresh: false,
+            max_cost_micros: None,
         }
     }
 }

@@ -90,6 +90,8 @@ struct RunContext {
     situations: HashMap<String, String>,
     /// Send every request even when the cache has its answer (`--fresh`).
     fresh: bool,
+    /// The run was created with a budget: its spending is checked before every claim.
+    budgeted: bool,
 }
 
 impl RunContext {
@@ -213,6 +215,7 @@ impl Worker {
         };
         let params = manifest.requested;
         let fresh = params.fresh;
+        let budgeted = params.max_cost_micros.is_some();
         let template = match (Template::builtin(&r.template), &params.custom_template) {
             (Some(t), _) => t,
             (None, Some(c)) => Template::Custom(c.clone()),
@@ -239,6 +242,7 @@ impl Worker {
             sent,
             situations,
             fresh,
+            budgeted,
         });
         self.contexts
             .lock()
@@ -271,6 +275,11 @@ impl Worker {
                 let Some(permit) = ctx.provider.try_acquire(Duration::from_millis(200)) else {
                     continue;
                 };
+                // Checked after the permit: a slot that waited for one sees what the trials
+                // that held it spent.
+                if ctx.budgeted && !self.within_budget(run) {
+                    continue;
+                }
                 let claimed = self.pool.get().map_err(StoreError::from).and_then(|mut c| {
                     runs::claim(&mut c, run, &self.opts.owner, 1, self.opts.lease)
                 });
@@ -294,6 +303,32 @@ impl Worker {
                 self.sleep(self.opts.idle_poll, None);
             }
         }
+    }
+
+    /// Whether the run may claim another trial: false (and the run paused, with the reason)
+    /// once what it spent reached its budget. The limit is read from the database each time,
+    /// so one raised by `runs resume --max-cost` counts at once; a check that fails claims
+    /// nothing (spending is never assumed to be below the limit).
+    fn within_budget(&self, run: RunId) -> bool {
+        let checked = self.conn().and_then(|mut conn| {
+            let limit = runs::get(&mut conn, run)?
+                .and_then(|r| r.params.0)
+                .and_then(|m| m.requested.max_cost_micros);
+            let Some(limit) = limit else { return Ok(true) };
+            let spent = runs::spent_micros(&mut conn, run)?;
+            if spent < limit {
+                return Ok(true);
+            }
+            let reason = budget_reason(run, spent, limit);
+            if runs::pause_because(&mut conn, run, &reason)? {
+                tracing::warn!(run = run.0, spent, limit, "run paused at its budget");
+            }
+            Ok(false)
+        });
+        checked.unwrap_or_else(|e: RunnerError| {
+            tracing::warn!(run = run.0, error = %e, "cannot check the run's budget");
+            false
+        })
     }
 
     /// Sleeps up to `d`, waking early on stop; renews `lease_of` while sleeping long.
@@ -696,6 +731,15 @@ impl Worker {
         )?;
         Ok(false)
     }
+}
+
+/// Why a run stopped at its budget, with how to go on.
+fn budget_reason(run: RunId, spent: i64, limit: i64) -> String {
+    format!(
+        "paused at its budget: spent ${:.4} of ${:.4}; raise it with `emotionbench runs resume {run} --max-cost USD`",
+        spent as f64 / 1e6,
+        limit as f64 / 1e6
+    )
 }
 
 /// What one trial asks, for every attempt: the body, the repeat it is (part of its cache

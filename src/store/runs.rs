@@ -435,6 +435,56 @@ fn transition(
     })
 }
 
+/// What a run's trials have cost so far (micro-USD; trials without a price count 0).
+pub fn spent_micros(conn: &mut DbConnection, run: RunId) -> QueryResult<i64> {
+    // CAST: SUM(BIGINT) is NUMERIC on Postgres; one BIGINT on both backends.
+    let sum = model_trials::table
+        .filter(model_trials::run_id.eq(run))
+        .select(diesel::dsl::sql::<diesel::sql_types::Nullable<BigInt>>(
+            "CAST(SUM(cost_micros) AS BIGINT)",
+        ))
+        .first::<Option<i64>>(conn)?;
+    Ok(sum.unwrap_or(0))
+}
+
+/// Pauses a queued or running run with the reason people see on `runs show` and the run page
+/// (its budget reached); false when it was not active (already paused, cancelled, …).
+pub fn pause_because(conn: &mut DbConnection, id: RunId, reason: &str) -> QueryResult<bool> {
+    let n = diesel::update(
+        model_runs::table
+            .find(id)
+            .filter(model_runs::status.eq_any([RunStatus::Queued, RunStatus::Running])),
+    )
+    .set((
+        model_runs::status.eq(RunStatus::Paused),
+        model_runs::error.eq(reason),
+        model_runs::updated_at.eq(now()),
+    ))
+    .execute(conn)?;
+    Ok(n > 0)
+}
+
+/// Sets a run's budget (`runs resume --max-cost`); a run without recorded parameters (an
+/// imported one) has nothing to spend and is refused.
+pub fn set_max_cost(conn: &mut DbConnection, id: RunId, micros: i64) -> Result<(), StoreError> {
+    conn.write_transaction(|conn| {
+        let run = get(conn, id)?.ok_or_else(|| StoreError::Conflict(format!("no run {id}")))?;
+        let Some(mut manifest) = run.params.0 else {
+            return Err(StoreError::Conflict(format!(
+                "run {id} was imported: it sends no requests and has no budget"
+            )));
+        };
+        manifest.requested.max_cost_micros = Some(micros);
+        diesel::update(model_runs::table.find(id))
+            .set((
+                model_runs::params.eq(Json(Some(manifest))),
+                model_runs::updated_at.eq(now()),
+            ))
+            .execute(conn)?;
+        Ok(())
+    })
+}
+
 /// Marks a run failed with a message people can act on (e.g. a rejected API key).
 pub fn fail(conn: &mut DbConnection, id: RunId, message: &str) -> QueryResult<()> {
     let t = now();

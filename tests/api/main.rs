@@ -9,6 +9,7 @@ mod accounts_web;
 mod admin;
 mod assignment;
 mod browser;
+mod budget;
 mod cli;
 mod corrupt;
 mod crash;
