@@ -177,12 +177,24 @@ fn correlation(x: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, ReliabilityError> {
 fn one_factor_pa(r: &[Vec<f64>]) -> Result<Vec<f64>, ReliabilityError> {
     let k = r.len();
     let mut h = vec![1.0; k];
+    // The previous round's eigenvector: the reduced matrix changes a little per round, so
+    // from it a few power steps find the new one. A full Jacobi decomposition each round
+    // was half of `bench report` (perf, BENCHMARKS.md); Jacobi stays the first round's
+    // solver and the fallback when the power steps do not settle.
+    let mut previous: Option<Vec<f64>> = None;
     for _ in 0..OMEGA_MAX_ITER {
         let mut reduced = r.to_vec();
         for (i, row) in reduced.iter_mut().enumerate() {
             row[i] = h[i];
         }
-        let (e, v) = top_eigen(reduced);
+        let (e, v) = match previous
+            .as_deref()
+            .and_then(|start| top_eigen_from(&reduced, start))
+        {
+            Some(pair) => pair,
+            None => top_eigen(reduced),
+        };
+        previous = Some(v.clone());
         if e <= 0.0 {
             return Err(ReliabilityError::NoConvergence(OMEGA_MAX_ITER));
         }
@@ -204,6 +216,62 @@ fn one_factor_pa(r: &[Vec<f64>]) -> Result<Vec<f64>, ReliabilityError> {
         }
     }
     Err(ReliabilityError::NoConvergence(OMEGA_MAX_ITER))
+}
+
+/// Power steps allowed per round before falling back to Jacobi, and when they
+/// have settled (largest change of a component of the unit vector).
+const POWER_MAX_STEPS: usize = 500;
+const POWER_TOL: f64 = 1e-15;
+
+/// Largest (algebraic) eigenvalue and its unit eigenvector of a symmetric
+/// matrix by power iteration from `start`, on `A − cI` with `c` the Gershgorin
+/// lower bound of the spectrum (when negative) so that every eigenvalue of the
+/// shifted matrix is ≥ 0 and the largest algebraic one dominates, as
+/// [`top_eigen`] picks it. The eigenvalue is the Rayleigh quotient `vᵀAv`.
+/// `None` when the steps do not settle (close or repeated top eigenvalues, a
+/// start orthogonal to the answer): the caller then uses Jacobi.
+fn top_eigen_from(a: &[Vec<f64>], start: &[f64]) -> Option<(f64, Vec<f64>)> {
+    let k = a.len();
+    let shift = (0..k)
+        .map(|i| {
+            let off: f64 = (0..k).filter(|&j| j != i).map(|j| a[i][j].abs()).sum();
+            a[i][i] - off
+        })
+        .fold(0.0, f64::min);
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let n0 = norm(start);
+    if !(n0 > 0.0 && n0.is_finite()) {
+        return None;
+    }
+    let mut v: Vec<f64> = start.iter().map(|x| x / n0).collect();
+    let mut w = vec![0.0; k];
+    for _ in 0..POWER_MAX_STEPS {
+        for (wi, row) in w.iter_mut().zip(a) {
+            *wi = row.iter().zip(&v).map(|(x, y)| x * y).sum::<f64>();
+        }
+        for (wi, vi) in w.iter_mut().zip(&v) {
+            *wi -= shift * vi;
+        }
+        let n = norm(&w);
+        if !(n > 0.0 && n.is_finite()) {
+            return None;
+        }
+        let mut change: f64 = 0.0;
+        for (wi, vi) in w.iter_mut().zip(v.iter_mut()) {
+            *wi /= n;
+            change = change.max((*wi - *vi).abs());
+            *vi = *wi;
+        }
+        if change < POWER_TOL * (k as f64) {
+            let e: f64 = a
+                .iter()
+                .zip(&v)
+                .map(|(row, vi)| vi * row.iter().zip(&v).map(|(x, y)| x * y).sum::<f64>())
+                .sum();
+            return Some((e, v));
+        }
+    }
+    None
 }
 
 /// Largest eigenvalue and its unit eigenvector of a symmetric matrix, by the
@@ -395,5 +463,58 @@ mod tests {
         close(e, 3.0);
         close(v[0].abs(), std::f64::consts::FRAC_1_SQRT_2);
         close(v[0], v[1]);
+    }
+
+    #[test]
+    fn power_steps_find_the_largest_algebraic_eigenvalue_as_jacobi_does() {
+        // [[2, 1], [1, 2]] from a start off the answer.
+        let (e, v) = top_eigen_from(&[vec![2.0, 1.0], vec![1.0, 2.0]], &[1.0, 0.2]).unwrap();
+        close(e, 3.0);
+        close(v[0], std::f64::consts::FRAC_1_SQRT_2);
+        close(v[1], std::f64::consts::FRAC_1_SQRT_2);
+        // Eigenvalues 1 and −3: the shift makes 1 (Jacobi's pick) dominate, not −3.
+        let a = vec![vec![-1.0, 2.0], vec![2.0, -1.0]];
+        let (e, v) = top_eigen_from(&a, &[1.0, 0.0]).unwrap();
+        let (je, jv) = top_eigen(a);
+        close(e, je);
+        close(e, 1.0);
+        close(v[0].abs(), jv[0].abs());
+        // A repeated top eigenvalue does not settle on one vector from every start: the
+        // caller falls back to Jacobi; a zero start is refused.
+        assert!(top_eigen_from(&[vec![1.0, 0.0], vec![0.0, 1.0]], &[0.0, 0.0]).is_none());
+    }
+
+    #[test]
+    fn the_warm_started_fit_gives_the_full_jacobi_fit() {
+        // Every round by Jacobi, as before the power steps: same loadings to 1e-10.
+        for x in [items_12x5(), alpha_small()] {
+            let r = correlation(&complete_rows(&x).unwrap()).unwrap();
+            let fast = one_factor_pa(&r).unwrap();
+            let mut h = vec![1.0; r.len()];
+            let mut slow = Vec::new();
+            for _ in 0..OMEGA_MAX_ITER {
+                let mut reduced = r.clone();
+                for (i, row) in reduced.iter_mut().enumerate() {
+                    row[i] = h[i];
+                }
+                let (e, v) = top_eigen(reduced);
+                slow = v.iter().map(|vi| e.sqrt() * vi).collect::<Vec<f64>>();
+                if slow.iter().sum::<f64>() < 0.0 {
+                    slow.iter_mut().for_each(|l| *l = -*l);
+                }
+                let change = slow
+                    .iter()
+                    .zip(&h)
+                    .map(|(l, hi)| (l * l - hi).abs())
+                    .fold(0.0, f64::max);
+                h = slow.iter().map(|l| l * l).collect();
+                if change < OMEGA_TOL {
+                    break;
+                }
+            }
+            for (a, b) in fast.iter().zip(&slow) {
+                assert!((a - b).abs() < 1e-10, "{a} vs {b}");
+            }
+        }
     }
 }
