@@ -187,9 +187,13 @@ fn one_factor_pa(r: &[Vec<f64>]) -> Result<Vec<f64>, ReliabilityError> {
         for (i, row) in reduced.iter_mut().enumerate() {
             row[i] = h[i];
         }
+        // R is a correlation matrix (positive semi-definite), so R − diag(1 − h) has no
+        // eigenvalue below −max(1 − h): a far tighter floor than Gershgorin's, and the
+        // power steps converge about as fast as the top eigenvalue stands out.
+        let floor = -h.iter().map(|hi| 1.0 - hi).fold(0.0, f64::max);
         let (e, v) = match previous
             .as_deref()
-            .and_then(|start| top_eigen_from(&reduced, start))
+            .and_then(|start| top_eigen_from(&reduced, start, floor))
         {
             Some(pair) => pair,
             None => top_eigen(reduced),
@@ -224,20 +228,22 @@ const POWER_MAX_STEPS: usize = 500;
 const POWER_TOL: f64 = 1e-15;
 
 /// Largest (algebraic) eigenvalue and its unit eigenvector of a symmetric
-/// matrix by power iteration from `start`, on `A − cI` with `c` the Gershgorin
-/// lower bound of the spectrum (when negative) so that every eigenvalue of the
-/// shifted matrix is ≥ 0 and the largest algebraic one dominates, as
-/// [`top_eigen`] picks it. The eigenvalue is the Rayleigh quotient `vᵀAv`.
-/// `None` when the steps do not settle (close or repeated top eigenvalues, a
-/// start orthogonal to the answer): the caller then uses Jacobi.
-fn top_eigen_from(a: &[Vec<f64>], start: &[f64]) -> Option<(f64, Vec<f64>)> {
+/// matrix by power iteration from `start`, on `A − cI` with `c` a lower bound
+/// of the spectrum (when negative: the tighter of `floor`, which the caller
+/// knows to be one, and Gershgorin's) so that every eigenvalue of the shifted
+/// matrix is ≥ 0 and the largest algebraic one dominates, as [`top_eigen`]
+/// picks it. The eigenvalue is the Rayleigh quotient `vᵀAv`. `None` when the
+/// steps do not settle (close or repeated top eigenvalues, a start orthogonal
+/// to the answer): the caller then uses Jacobi.
+fn top_eigen_from(a: &[Vec<f64>], start: &[f64], floor: f64) -> Option<(f64, Vec<f64>)> {
     let k = a.len();
-    let shift = (0..k)
+    let gershgorin = (0..k)
         .map(|i| {
             let off: f64 = (0..k).filter(|&j| j != i).map(|j| a[i][j].abs()).sum();
             a[i][i] - off
         })
         .fold(0.0, f64::min);
+    let shift = gershgorin.max(floor).min(0.0);
     let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
     let n0 = norm(start);
     if !(n0 > 0.0 && n0.is_finite()) {
@@ -468,20 +474,20 @@ mod tests {
     #[test]
     fn power_steps_find_the_largest_algebraic_eigenvalue_as_jacobi_does() {
         // [[2, 1], [1, 2]] from a start off the answer.
-        let (e, v) = top_eigen_from(&[vec![2.0, 1.0], vec![1.0, 2.0]], &[1.0, 0.2]).unwrap();
+        let (e, v) = top_eigen_from(&[vec![2.0, 1.0], vec![1.0, 2.0]], &[1.0, 0.2], -1.0).unwrap();
         close(e, 3.0);
         close(v[0], std::f64::consts::FRAC_1_SQRT_2);
         close(v[1], std::f64::consts::FRAC_1_SQRT_2);
         // Eigenvalues 1 and −3: the shift makes 1 (Jacobi's pick) dominate, not −3.
         let a = vec![vec![-1.0, 2.0], vec![2.0, -1.0]];
-        let (e, v) = top_eigen_from(&a, &[1.0, 0.0]).unwrap();
+        let (e, v) = top_eigen_from(&a, &[1.0, 0.0], f64::NEG_INFINITY).unwrap();
         let (je, jv) = top_eigen(a);
         close(e, je);
         close(e, 1.0);
         close(v[0].abs(), jv[0].abs());
         // A repeated top eigenvalue does not settle on one vector from every start: the
         // caller falls back to Jacobi; a zero start is refused.
-        assert!(top_eigen_from(&[vec![1.0, 0.0], vec![0.0, 1.0]], &[0.0, 0.0]).is_none());
+        assert!(top_eigen_from(&[vec![1.0, 0.0], vec![0.0, 1.0]], &[0.0, 0.0], 0.0).is_none());
     }
 
     #[test]
