@@ -57,9 +57,14 @@ pub struct ReportRequest {
     /// Only the humans on this side of the study's split (train/test).
     pub split: Option<crate::domain::split::Side>,
     pub options: crate::domain::report::Options,
-    /// The generation time the report states; `None`: now. Fixed, a report regenerates
-    /// byte for byte.
+    /// The generation time the report states; `None`: `source_date_epoch`, else now.
     pub generated_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// `SOURCE_DATE_EPOCH` (reproducible-builds.org): the default generation time, and every
+    /// recorded time later than it (imports, trials, completions) is stated as it; the block
+    /// says so. With it and a `build_label`, the same data regenerate byte for byte.
+    pub source_date_epoch: Option<chrono::DateTime<chrono::Utc>>,
+    /// Named instead of the build's commit in the provenance (`--build-label`).
+    pub build_label: Option<String>,
 }
 
 /// α must be a number strictly between 0 and 1 (the command line's `--alpha` and the report
@@ -82,6 +87,8 @@ impl ReportRequest {
             split: None,
             options,
             generated_at: None,
+            source_date_epoch: None,
+            build_label: None,
         }
     }
 }
@@ -110,7 +117,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         Mode::Paper => Convention::Paper,
         Mode::Default => Convention::Authored,
     };
-    let (layout, factor_of) = layout(conn, set, &instrument)?;
+    let (layout, factor_of, key_of) = layout(conn, set, &instrument)?;
     let scorer = Scorer {
         instrument: &instrument,
         convention,
@@ -118,20 +125,24 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     if request.split.is_some() && !store::report::has_split(conn, study.id)? {
         return Err(Error::NoSplit(slug.to_owned()));
     }
-    let (humans, human_responses) = if humans_answer_it {
-        humans(conn, &study, request, &factor_of, &scorer)?
+    let (humans, human_responses, human_rows) = if humans_answer_it {
+        humans(conn, &study, request, &factor_of, &key_of, &scorer)?
     } else {
-        (Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new())
     };
     let (cohort_names, filter) = cohorts(conn, &study, request, instrument_id, &instrument)?;
-    let sources = run_sources(conn, &study, instrument_id, &cohort_names, &filter)?;
-    let (models, model_responses) = model_inputs(
+    let epoch = request
+        .source_date_epoch
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true));
+    let epoch = epoch.as_deref();
+    let sources = run_sources(conn, &study, instrument_id, &cohort_names, &filter, epoch)?;
+    let (models, model_responses, model_rows) = model_inputs(
         conn,
         &study,
         instrument_id,
         cohort_names,
         &filter,
-        &factor_of,
+        (&factor_of, &key_of),
         &scorer,
     )?;
     let humans_from = match (humans_answer_it, request.split) {
@@ -149,10 +160,20 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     let compare = (request.runs.len() == 2).then_some((0, 1));
     let with_humans = !humans.is_empty();
     let census = if humans_answer_it {
-        Some(human_census(conn, &study, request, humans.len())?)
+        Some(human_census(conn, &study, request, humans.len(), epoch)?)
     } else {
         None
     };
+    let inputs: Vec<provenance::Input> = with_humans
+        .then(|| provenance::input("humans", "participants", human_rows))
+        .into_iter()
+        .chain(
+            models
+                .iter()
+                .zip(model_rows)
+                .map(|(m, rows)| provenance::input(&m.name, "trials", rows)),
+        )
+        .collect();
     let mut report = build(
         &Inputs {
             study: slug.to_owned(),
@@ -180,11 +201,16 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         cohort.psychometrics = Some(psychometrics(&keying, &responses));
     }
     report.provenance = Some(Provenance {
-        software: Software::this_build(),
+        software: Software::labelled(request.build_label.as_deref()),
         generated_at: request
             .generated_at
+            .or(request.source_date_epoch)
             .unwrap_or_else(chrono::Utc::now)
             .to_rfc3339_opts(SecondsFormat::Secs, true),
+        times_clamped_to: epoch.map(str::to_owned),
+        seed: options.seed,
+        resamples: options.resamples,
+        inputs,
         cohorts: sources,
         humans: census,
     });
@@ -201,6 +227,7 @@ fn human_census(
     study: &Study,
     request: &ReportRequest,
     included: usize,
+    epoch: Option<&str>,
 ) -> Result<provenance::Humans> {
     let rows = store::report::census(conn, study.id)?;
     let participants: Vec<provenance::Participant> = rows
@@ -223,7 +250,7 @@ fn human_census(
                     failed_check,
                     straightline,
                     fast,
-                    completed_at: completed_at.map(rfc3339),
+                    completed_at: provenance::clamp(completed_at.map(rfc3339), epoch),
                 }
             },
         )
@@ -238,6 +265,7 @@ fn run_sources(
     instrument_id: InstrumentId,
     cohort_names: &[String],
     filter: &TrialFilter,
+    epoch: Option<&str>,
 ) -> Result<Vec<CohortSource>> {
     let mut by_cohort: Vec<Vec<RunSource>> = vec![Vec::new(); cohort_names.len()];
     for id in store::report::runs_of(conn, study.id, instrument_id, filter)? {
@@ -279,8 +307,8 @@ fn run_sources(
                 "shuffled per trial, seeded from the run seed"
             }
             .to_owned(),
-            first: first.map(rfc3339),
-            last: last.map(rfc3339),
+            first: provenance::clamp(first.map(rfc3339), epoch),
+            last: provenance::clamp(last.map(rfc3339), epoch),
             trials_done: progress.done,
             trials_failed: progress.failed,
         });
@@ -311,13 +339,13 @@ impl Scorer<'_> {
     }
 }
 
-/// Emotions and factors in the set's file order (the paper's table order), and each
-/// situation's factor.
+/// Emotions and factors in the set's file order (the paper's table order), each situation's
+/// factor, and each situation's key (the provenance names rows by key, not by row id).
 fn layout(
     conn: &mut DbConnection,
     set: store::SituationSetId,
     instrument: &Instrument,
-) -> Result<(Layout, HashMap<i64, usize>)> {
+) -> Result<(Layout, HashMap<i64, usize>, HashMap<i64, String>)> {
     let mut layout = Layout {
         categories: instrument
             .categories
@@ -328,6 +356,7 @@ fn layout(
         factors: Vec::new(),
     };
     let mut factor_of: HashMap<i64, usize> = HashMap::new();
+    let mut key_of: HashMap<i64, String> = HashMap::new();
     let mut factor_index: HashMap<(String, u32), usize> = HashMap::new();
     for s in situations::list(conn, set)? {
         let e = match layout
@@ -351,30 +380,47 @@ fn layout(
             layout.factors.len() - 1
         });
         factor_of.insert(s.id.0, f);
+        key_of.insert(s.id.0, s.situation.key.clone());
     }
-    Ok((layout, factor_of))
+    Ok((layout, factor_of, key_of))
 }
 
 /// The humans' observations (only on their own instrument), and their two answered
 /// questionnaires each for the psychometrics: rows come ordered by participant, phase, item.
+///
+/// The third part: one canonical line per participant read (situation key, then each answer
+/// as phase:item:value@position), for the provenance's digest of the inputs.
 fn humans(
     conn: &mut DbConnection,
     study: &Study,
     request: &ReportRequest,
     factor_of: &HashMap<i64, usize>,
+    key_of: &HashMap<i64, String>,
     scorer: &Scorer,
-) -> Result<(Vec<HumanObservation>, Vec<Response>)> {
+) -> Result<HumanParts> {
+    use std::fmt::Write;
     let rows = store::report::completed_answers(conn, study.id, request.split)?;
     let mut humans = Vec::new();
     let mut responses = Vec::new();
+    let mut lines = Vec::new();
     let mut i = 0;
     while i < rows.len() {
         let (pid, situation) = (rows[i].0, rows[i].1);
         let (mut before, mut after) = (Vec::new(), Vec::new());
         // (display position, item) of each answer, per phase.
         let (mut shown_before, mut shown_after) = (Vec::new(), Vec::new());
+        let mut line = situation_key(situation.map(|s| s.0), key_of);
         while i < rows.len() && rows[i].0 == pid {
             let item = u32::try_from(rows[i].3).unwrap_or(0);
+            // Writing to a String cannot fail.
+            let _ = write!(
+                line,
+                " {}:{}:{}@{}",
+                rows[i].2.as_str(),
+                rows[i].3,
+                rows[i].4,
+                rows[i].5
+            );
             match rows[i].2 {
                 Measure::Default => {
                     before.push(rows[i].4);
@@ -387,6 +433,7 @@ fn humans(
             }
             i += 1;
         }
+        lines.push(line);
         let factor = situation.and_then(|s| factor_of.get(&s.0).copied());
         if let (Some(factor), Some(before_scores), Some(after_scores)) =
             (factor, scorer.score(&before), scorer.score(&after))
@@ -410,7 +457,17 @@ fn humans(
             });
         }
     }
-    Ok((humans, responses))
+    Ok((humans, responses, lines))
+}
+
+/// The humans' observations, their responses and their canonical lines (see [`humans`]).
+type HumanParts = (Vec<HumanObservation>, Vec<Response>, Vec<String>);
+
+/// A situation as the provenance's lines name it: its key, "-" for none or one not in the set.
+fn situation_key(situation: Option<i64>, key_of: &HashMap<i64, String>) -> String {
+    situation
+        .and_then(|s| key_of.get(&s))
+        .map_or_else(|| "-".to_owned(), Clone::clone)
 }
 
 /// One phase of a participant as a [`Response`]: the item order is the items sorted by the
@@ -481,16 +538,18 @@ fn cohorts(
     Ok((names, TrialFilter::Runs(request.runs.clone())))
 }
 
-/// The model cohorts' trials, scored.
+/// The model cohorts' trials, scored, their responses, and one canonical line per trial
+/// read (model, measure, situation key, repeat, status, answers, order shown) for the
+/// provenance's digest of the inputs.
 fn model_inputs(
     conn: &mut DbConnection,
     study: &Study,
     instrument_id: InstrumentId,
     cohort_names: Vec<String>,
     filter: &TrialFilter,
-    factor_of: &HashMap<i64, usize>,
+    (factor_of, key_of): (&HashMap<i64, usize>, &HashMap<i64, String>),
     scorer: &Scorer,
-) -> Result<(Vec<ModelInput>, Vec<Vec<Response>>)> {
+) -> Result<ModelParts> {
     let mut inputs: Vec<ModelInput> = cohort_names
         .into_iter()
         .map(|name| ModelInput {
@@ -499,17 +558,29 @@ fn model_inputs(
         })
         .collect();
     let mut responses: Vec<Vec<Response>> = vec![Vec::new(); inputs.len()];
+    let mut lines: Vec<Vec<String>> = vec![Vec::new(); inputs.len()];
     for row in store::report::trials(conn, study.id, instrument_id, filter)? {
         let cohort = match filter {
             TrialFilter::Models(names) => names.iter().position(|m| *m == row.model),
             TrialFilter::Runs(ids) => ids.iter().position(|r| *r == row.run_id),
         };
-        let (Some(input), Some(answered)) = (
+        let (Some(input), Some(answered), Some(read)) = (
             cohort.and_then(|c| inputs.get_mut(c)),
             cohort.and_then(|c| responses.get_mut(c)),
+            cohort.and_then(|c| lines.get_mut(c)),
         ) else {
             continue;
         };
+        read.push(format!(
+            "{} {} {} {} {:?} {:?} {:?}",
+            row.model,
+            row.measure.as_str(),
+            situation_key(row.situation.map(|s| s.0), key_of),
+            row.repeat_index,
+            row.status,
+            row.scores.as_ref().map(|a| &a.0),
+            row.item_order.0
+        ));
         let condition = match row.measure {
             Measure::Default => Condition::Default,
             Measure::Evoked => match row
@@ -541,8 +612,11 @@ fn model_inputs(
         }
         input.trials.push(Trial { condition, scores });
     }
-    Ok((inputs, responses))
+    Ok((inputs, responses, lines))
 }
+
+/// The model cohorts, their responses and their canonical lines (see [`model_inputs`]).
+type ModelParts = (Vec<ModelInput>, Vec<Vec<Response>>, Vec<Vec<String>>);
 
 /// What the report page offers to choose from: the study's models (on the chosen instrument),
 /// its runs, the instruments its humans or runs answered, and whether it has a split.

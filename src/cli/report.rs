@@ -68,6 +68,23 @@ pub struct ReportArgs {
     /// now. Fixed, the same data give the same report byte for byte.
     #[arg(long, value_parser = parse_generated_at)]
     generated_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Reproducible output (the reproducible-builds.org convention, seconds since 1970 UTC):
+    /// the default generation time, and every recorded time later than it (imports, trials,
+    /// completions) is stated as it; the methods block says so. Unset: times as recorded.
+    #[arg(long, env = "SOURCE_DATE_EPOCH", value_name = "SECONDS", value_parser = parse_epoch)]
+    source_date_epoch: Option<chrono::DateTime<chrono::Utc>>,
+    /// Name the build by this label instead of its git commit in the methods block (with
+    /// SOURCE_DATE_EPOCH, any build of this version then gives the same bytes).
+    #[arg(long, env = "EMOTIONBENCH_BUILD_LABEL", value_name = "LABEL")]
+    build_label: Option<String>,
+}
+
+fn parse_epoch(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    s.trim()
+        .parse::<i64>()
+        .ok()
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .ok_or_else(|| format!("{s:?} is not a time in whole seconds since 1970-01-01 UTC"))
 }
 
 fn parse_generated_at(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
@@ -93,6 +110,8 @@ pub fn run(settings: &Settings, args: ReportArgs) -> anyhow::Result<()> {
         instrument: args.instrument.clone(),
         split: args.split,
         generated_at: args.generated_at,
+        source_date_epoch: args.source_date_epoch,
+        build_label: args.build_label.clone(),
         ..ReportRequest::new(&args.study, options)
     };
     let report = report(&mut conn, &request)?;

@@ -5,13 +5,23 @@
 
 use serde::Serialize;
 
+/// The version of the report's layout (Markdown, HTML, JSON, CSV): raised when a change makes
+/// the same data render differently, so two reports of one version can be compared.
+pub const REPORT_FORMAT: u32 = 1;
+
 /// The software that made the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Software {
     pub name: String,
     pub version: String,
-    /// The git commit HEAD was at when it was built, or "unknown" (built without git).
-    pub commit: String,
+    /// The git commit HEAD was at when it was built, or "unknown" (built without git); `None`
+    /// when a build label stands in for it (see [`Software::labelled`]).
+    pub commit: Option<String>,
+    /// A label given for the build instead of its commit (`--build-label`), so a report made
+    /// by any build of this version regenerates byte for byte; `None`: the commit is stated.
+    pub build_label: Option<String>,
+    /// [`REPORT_FORMAT`].
+    pub report_format: u32,
 }
 
 impl Software {
@@ -20,8 +30,66 @@ impl Software {
         Software {
             name: env!("CARGO_PKG_NAME").to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            commit: env!("EMOTIONBENCH_COMMIT").to_owned(),
+            commit: Some(env!("EMOTIONBENCH_COMMIT").to_owned()),
+            build_label: None,
+            report_format: REPORT_FORMAT,
         }
+    }
+
+    /// This build, named by `label` instead of its commit when a label is given.
+    pub fn labelled(label: Option<&str>) -> Software {
+        let mut s = Software::this_build();
+        if let Some(label) = label {
+            s.commit = None;
+            s.build_label = Some(label.to_owned());
+        }
+        s
+    }
+}
+
+/// The data a cohort's figures come from, identified by content: the number of rows the
+/// report read and the BLAKE2s-256 of them in a canonical text form, sorted, so the same
+/// answers give the same digest whatever the import order, backend or row ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Input {
+    pub cohort: String,
+    /// What a row is: "participants" or "trials".
+    pub unit: String,
+    pub rows: usize,
+    pub blake2s256: String,
+}
+
+/// The [`Input`] of `rows` (one canonical line per participant or trial, any order).
+pub fn input(cohort: &str, unit: &str, mut rows: Vec<String>) -> Input {
+    use blake2::{Blake2s256, Digest};
+    use std::fmt::Write;
+    rows.sort_unstable();
+    let mut hasher = Blake2s256::new();
+    for row in &rows {
+        hasher.update(row.as_bytes());
+        hasher.update(b"\n");
+    }
+    let mut hex = String::with_capacity(64);
+    for byte in hasher.finalize() {
+        // Writing to a String cannot fail.
+        let _ = write!(hex, "{byte:02x}");
+    }
+    Input {
+        cohort: cohort.to_owned(),
+        unit: unit.to_owned(),
+        rows: rows.len(),
+        blake2s256: hex,
+    }
+}
+
+/// Clamps a recorded time (RFC 3339, UTC, seconds) to `epoch` when it is later, as the
+/// reproducible-builds `SOURCE_DATE_EPOCH` convention does for timestamps newer than the
+/// source ("clamping", https://reproducible-builds.org/docs/source-date-epoch/). Both are in
+/// the same fixed format, so they compare as text.
+pub fn clamp(time: Option<String>, epoch: Option<&str>) -> Option<String> {
+    match (time, epoch) {
+        (Some(t), Some(e)) if t.as_str() > e => Some(e.to_owned()),
+        (t, _) => t,
     }
 }
 
@@ -166,6 +234,13 @@ pub struct Provenance {
     pub software: Software,
     /// When the report was made (RFC 3339, UTC; `--generated-at` fixes it).
     pub generated_at: String,
+    /// Set by `SOURCE_DATE_EPOCH`: every recorded time later than this one is stated as it.
+    pub times_clamped_to: Option<String>,
+    /// The alignment's seed and bootstrap resamples (also its ceiling splits).
+    pub seed: u64,
+    pub resamples: usize,
+    /// Each cohort's data by content (humans first, then the models in report order).
+    pub inputs: Vec<Input>,
     pub cohorts: Vec<CohortSource>,
     /// `None` without a human cohort.
     pub humans: Option<Humans>,
@@ -186,10 +261,41 @@ pub fn cohort_source(runs: &[RunSource]) -> String {
 
 /// One line per fact, for the Markdown and HTML methods block (the JSON has the structure).
 pub fn lines(p: &Provenance, scoring: &str) -> Vec<String> {
+    let build = match (&p.software.build_label, &p.software.commit) {
+        (Some(label), _) => format!("build label {label}, commit not stated"),
+        (None, Some(commit)) => format!("commit {commit}"),
+        (None, None) => "commit unknown".to_owned(),
+    };
     let mut out = vec![format!(
-        "Software: {} {} (commit {}); generated {}.",
-        p.software.name, p.software.version, p.software.commit, p.generated_at
+        "Software: {} {} ({build}); report format {}; generated {}.",
+        p.software.name, p.software.version, p.software.report_format, p.generated_at
     )];
+    if let Some(t) = &p.times_clamped_to {
+        out.push(format!(
+            "Times: SOURCE_DATE_EPOCH is set; recorded times after {t} are stated as {t}."
+        ));
+    }
+    out.push(format!(
+        "Alignment: seed {}, {} bootstrap resamples and as many human-ceiling splits.",
+        p.seed, p.resamples
+    ));
+    if !p.inputs.is_empty() {
+        let inputs: Vec<String> = p
+            .inputs
+            .iter()
+            .map(|i| {
+                let short = i.blake2s256.get(..16).unwrap_or(&i.blake2s256);
+                format!("{}: {} {}, {short}", i.cohort, i.rows, i.unit)
+            })
+            .collect();
+        // 16 of the 64 hex digits: enough to tell data apart on the page and short enough
+        // not to widen a phone's page; the JSON has them all.
+        out.push(format!(
+            "Inputs (rows read and the BLAKE2s-256 of them, sorted, one per line; its first 16 \
+             hex digits, all 64 in the JSON): {}.",
+            inputs.join("; ")
+        ));
+    }
     out.push(format!("Scoring: {scoring}"));
     if let Some(h) = &p.humans {
         let list = |c: &[Count]| {
@@ -309,9 +415,46 @@ mod tests {
     }
 
     #[test]
-    fn the_build_names_its_version_and_a_commit() {
+    fn the_build_names_its_version_and_a_commit_or_the_label_given() {
         let s = Software::this_build();
         assert_eq!(s.version, env!("CARGO_PKG_VERSION"));
-        assert!(!s.commit.is_empty());
+        assert!(s.commit.as_deref().is_some_and(|c| !c.is_empty()));
+        assert_eq!(Software::labelled(None), s);
+        let l = Software::labelled(Some("example"));
+        assert_eq!(
+            (l.commit, l.build_label.as_deref()),
+            (None, Some("example"))
+        );
+        assert_eq!(l.report_format, REPORT_FORMAT);
+    }
+
+    #[test]
+    fn an_input_is_named_by_its_rows_content_in_any_order() {
+        let a = input("gpt-4", "trials", vec!["b".into(), "a".into()]);
+        let b = input("gpt-4", "trials", vec!["a".into(), "b".into()]);
+        assert_eq!(a, b);
+        assert_eq!(a.rows, 2);
+        // BLAKE2s-256 of "a\nb\n" (Python: hashlib.blake2s(b"a\nb\n").hexdigest()).
+        assert_eq!(
+            a.blake2s256,
+            "d3f67d5154c2240368c185c24b55dcfb18fbacc431f4752dcec742b9f9d6694c"
+        );
+        assert_ne!(a, input("gpt-4", "trials", vec!["a".into(), "c".into()]));
+        assert_eq!(input("x", "trials", Vec::new()).rows, 0);
+    }
+
+    #[test]
+    fn later_times_clamp_to_the_epoch_and_earlier_ones_stay() {
+        let e = Some("2026-01-01T00:00:00Z");
+        assert_eq!(clamp(Some("2026-05-01T00:00:00Z".into()), e).as_deref(), e);
+        assert_eq!(
+            clamp(Some("2025-05-01T00:00:00Z".into()), e).as_deref(),
+            Some("2025-05-01T00:00:00Z")
+        );
+        assert_eq!(clamp(None, e), None);
+        assert_eq!(
+            clamp(Some("2026-05-01T00:00:00Z".into()), None).as_deref(),
+            Some("2026-05-01T00:00:00Z")
+        );
     }
 }
