@@ -10,9 +10,8 @@ use serde_json::Value;
 
 use crate::admin::signed_in;
 use crate::helpers::{TestDb, cli, ok, spawn_app, stderr, upstream};
-use crate::humans::{human_csv, import_tested_175};
-use crate::model_results::results_file;
 use crate::on_both_backends;
+use crate::report::import_published;
 use crate::runs::{config, eb, provider, run_id};
 
 fn cohort<'a>(r: &'a Value, name: &str) -> &'a Value {
@@ -46,24 +45,7 @@ fn every_cohort_has_alpha_and_omega_per_category_on_the_published_data(db: TestD
     if upstream().is_none() {
         return;
     }
-    import_tested_175(&db);
-    ok(cli(
-        &db.url,
-        &["import", "humans", &human_csv(), "--study", "crowd"],
-    ));
-    for model in ["gpt-4", "gpt-3.5-turbo"] {
-        let file = results_file(model);
-        let args = [
-            "import",
-            "model-results",
-            &file,
-            "--study",
-            "crowd",
-            "--model",
-            model,
-        ];
-        ok(cli(&db.url, &args));
-    }
+    import_published(&db);
     let text = ok(cli(
         &db.url,
         &["report", "--study", "crowd", "--format", "json"],
