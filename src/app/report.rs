@@ -324,6 +324,9 @@ fn run_sources(
         .collect())
 }
 
+/// Each situation's key by row id.
+type SituationKeys = HashMap<i64, String>;
+
 /// Scores answers on the report's instrument under its convention.
 struct Scorer<'a> {
     instrument: &'a Instrument,
@@ -345,7 +348,7 @@ fn layout(
     conn: &mut DbConnection,
     set: store::SituationSetId,
     instrument: &Instrument,
-) -> Result<(Layout, HashMap<i64, usize>, HashMap<i64, String>)> {
+) -> Result<(Layout, HashMap<i64, usize>, SituationKeys)> {
     let mut layout = Layout {
         categories: instrument
             .categories
