@@ -154,6 +154,14 @@ pub fn create(
     if req.params.max_cost_micros.is_some() && !has_prices(provider) {
         return Err(invalid(no_prices(provider)));
     }
+    if req.params.batch && !crate::llm::batch::supported(provider.kind) {
+        return Err(invalid(format!(
+            "--batch: provider {:?} is {}; batches go to OpenAI-compatible and Anthropic \
+             providers (their batch APIs)",
+            provider.name,
+            provider.kind.as_str()
+        )));
+    }
     let template = resolve_template(&req.template)?;
     let study = study(conn, &req.study)?;
     let (instrument_id, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;

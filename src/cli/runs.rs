@@ -73,6 +73,11 @@ pub struct RunArgs {
     /// most the provider's concurrency times one trial's cost.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
+    /// Send the trials through the provider's batch API (OpenAI Batch, Anthropic Message
+    /// Batches): half the price; answers come when the provider has worked the batch (up to
+    /// 24 h). A worker that stops meanwhile is replaced by one that collects the same batch.
+    #[arg(long)]
+    pub batch: bool,
     /// Only create the run (workers pick it up); do not work it here.
     #[arg(long)]
     pub detach: bool,
@@ -95,6 +100,16 @@ pub struct WorkOpts {
     /// Seconds a claimed trial stays leased without renewal (renewed at every attempt).
     #[arg(long, default_value_t = 120)]
     pub lease_seconds: u64,
+    /// Seconds between asking the provider whether a run's batch has ended.
+    #[arg(long, default_value_t = 30.0)]
+    pub batch_poll_seconds: f64,
+}
+
+impl WorkOpts {
+    fn apply(&self, opts: &mut WorkerOptions) {
+        opts.lease = Duration::from_secs(self.lease_seconds.max(1));
+        opts.batch_poll = Duration::from_secs_f64(self.batch_poll_seconds.clamp(0.05, 86_400.0));
+    }
 }
 
 #[derive(clap::Subcommand)]
@@ -222,6 +237,7 @@ pub fn run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
             logprobs: args.logprobs,
             fresh: args.fresh,
             max_cost_micros: args.max_cost.map(usd_to_micros).transpose()?,
+            batch: args.batch,
         },
     };
     let pool = db::writing(&settings)?;
@@ -290,7 +306,7 @@ fn foreground(settings: Settings, pool: Pool, run: RunId, work: &WorkOpts) -> an
     let stop = stop_on_signals();
     let mut opts = WorkerOptions::new(slots);
     opts.only_run = Some(run);
-    opts.lease = Duration::from_secs(work.lease_seconds.max(1));
+    work.apply(&mut opts);
     let worker = Worker::new(pool.clone(), &settings, opts, stop.clone(), env);
     let started = Instant::now();
     let first = {
@@ -372,7 +388,7 @@ pub fn worker(settings: Settings, args: WorkerArgs) -> anyhow::Result<()> {
     let pool = db::writing(&settings)?;
     let stop = stop_on_signals();
     let mut opts = WorkerOptions::new(slots);
-    opts.lease = Duration::from_secs(args.work.lease_seconds.max(1));
+    args.work.apply(&mut opts);
     let worker = Worker::new(pool, &settings, opts, stop.clone(), env);
     tracing::info!(owner = %worker.opts.owner, slots, "worker started");
     let _threads = worker.spawn();
@@ -463,6 +479,16 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
         );
     }
     println!("selection:  {}", r.selection);
+    for b in emotionbench::store::batches::of_run(&mut conn, run)? {
+        println!(
+            "batch:      {} {} ({} trials, created {}){}",
+            b.provider_batch_id,
+            b.status,
+            b.trial_ids()?.len(),
+            b.created_at.format("%Y-%m-%d %H:%M:%S"),
+            b.error.map(|e| format!(": {e}")).unwrap_or_default()
+        );
+    }
     println!(
         "repeats:    {} per situation, {} default; seed {}",
         r.repeats, r.default_repeats, r.seed

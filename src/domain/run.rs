@@ -118,6 +118,10 @@ pub struct RunParams {
     /// in-flight window (the provider's concurrency times one trial's cost).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_micros: Option<i64>,
+    /// Send the trials through the provider's batch API (OpenAI Batch, Anthropic Message
+    /// Batches): about half the price, answers within the provider's window instead of at once.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub batch: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -135,6 +139,7 @@ impl Default for RunParams {
             logprobs: false,
             fresh: false,
             max_cost_micros: None,
+            batch: false,
         }
     }
 }

@@ -195,8 +195,8 @@ struct LimitState {
 #[derive(Debug)]
 pub struct Provider {
     pub config: ProviderConfig,
-    key: Option<String>,
-    agent: ureq::Agent,
+    pub(super) key: Option<String>,
+    pub(super) agent: ureq::Agent,
     state: Mutex<LimitState>,
     freed: Condvar,
 }
@@ -461,7 +461,7 @@ impl Provider {
     }
 }
 
-fn classify_transport(e: ureq::Error) -> CallError {
+pub(super) fn classify_transport(e: ureq::Error) -> CallError {
     use std::io::ErrorKind;
     let class = match &e {
         ureq::Error::Timeout(_) => ErrorClass::Timeout,

@@ -27,6 +27,8 @@ use super::client::{CallError, CallOk, ErrorClass, Provider, estimate_tokens};
 use super::profiles::{self, RunManifest, SentParams};
 use super::wire;
 
+mod batch;
+
 /// How a worker behaves.
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
@@ -40,6 +42,8 @@ pub struct WorkerOptions {
     pub slots: usize,
     /// Sleep between looks at the queue when there is nothing to claim.
     pub idle_poll: Duration,
+    /// How often an open provider batch is asked whether it has ended.
+    pub batch_poll: Duration,
 }
 
 impl WorkerOptions {
@@ -55,6 +59,7 @@ impl WorkerOptions {
             only_run: None,
             slots: slots.max(1),
             idle_poll: Duration::from_millis(250),
+            batch_poll: Duration::from_secs(30),
         }
     }
 }
@@ -92,6 +97,10 @@ struct RunContext {
     fresh: bool,
     /// The run was created with a budget: its spending is checked before every claim.
     budgeted: bool,
+    /// The run goes through the provider's batch API (`runner::batch`).
+    batch: bool,
+    /// One slot at a time submits or polls the run's batch; when it last polled.
+    batch_polled: Mutex<Option<Instant>>,
 }
 
 impl RunContext {
@@ -216,6 +225,7 @@ impl Worker {
         let params = manifest.requested;
         let fresh = params.fresh;
         let budgeted = params.max_cost_micros.is_some();
+        let batch = params.batch;
         let template = match (Template::builtin(&r.template), &params.custom_template) {
             (Some(t), _) => t,
             (None, Some(c)) => Template::Custom(c.clone()),
@@ -243,6 +253,8 @@ impl Worker {
             situations,
             fresh,
             budgeted,
+            batch,
+            batch_polled: Mutex::new(None),
         });
         self.contexts
             .lock()
@@ -272,6 +284,21 @@ impl Worker {
                         continue;
                     }
                 };
+                if ctx.batch {
+                    // A batch is one request for many trials: no concurrency permit.
+                    if ctx.budgeted && !self.within_budget(run) {
+                        continue;
+                    }
+                    match self.batch_turn(&ctx) {
+                        Ok(true) => {
+                            worked = true;
+                            break;
+                        }
+                        Ok(false) => {}
+                        Err(e) => tracing::warn!(run = run.0, error = %e, "batch not worked"),
+                    }
+                    continue;
+                }
                 let Some(permit) = ctx.provider.try_acquire(Duration::from_millis(200)) else {
                     continue;
                 };
@@ -798,6 +825,8 @@ struct Tally {
     model_version: Option<String>,
     /// The last reply came from the response cache.
     cached: bool,
+    /// The reply came through the provider's batch API: billed at the batch price.
+    batched: bool,
 }
 
 impl Tally {
@@ -845,12 +874,19 @@ impl Tally {
         let cost = match (input, output) {
             // Nothing was paid for an answer read from the cache.
             _ if self.cached => Some(0),
-            (Some(i), Some(o)) => cost_micros(
-                i,
-                o,
-                config.price_input_per_mtok,
-                config.price_output_per_mtok,
-            ),
+            (Some(i), Some(o)) => {
+                let factor = if self.batched {
+                    super::batch::BATCH_PRICE_FACTOR
+                } else {
+                    1.0
+                };
+                cost_micros(
+                    i,
+                    o,
+                    config.price_input_per_mtok.map(|p| p * factor),
+                    config.price_output_per_mtok.map(|p| p * factor),
+                )
+            }
             _ => None,
         };
         let (error_class, error) = match error {

@@ -2,6 +2,7 @@
 //! taking `&mut DbConnection`; per-backend `match` only where the SQL truly differs.
 
 pub mod audit;
+pub mod batches;
 pub mod cache;
 pub mod cohorts;
 pub mod columns;

@@ -640,6 +640,95 @@ pub fn claim(
         .load(conn)?)
 }
 
+/// Claims every claimable trial of an active run for `owner` (pending, or leased with an
+/// expired lease), up to `max`: the trials of one provider batch. One plain UPDATE: on
+/// Postgres a row another worker has just claimed is re-checked after its lock and skipped; a
+/// `LIMIT … SKIP LOCKED` claim as [`claim`] makes was seen to return only part of the queue.
+pub fn claim_all(
+    conn: &mut DbConnection,
+    run: RunId,
+    owner: &str,
+    max: usize,
+    lease: Duration,
+) -> Result<Vec<Trial>, StoreError> {
+    conn.write_transaction(|conn| {
+        let Some(r) = get(conn, run)? else {
+            return Ok(Vec::new());
+        };
+        if !r.is_active() {
+            return Ok(Vec::new());
+        }
+        let t = now();
+        let claimable = model_trials::table
+            .filter(model_trials::run_id.eq(run))
+            .filter(
+                model_trials::status
+                    .eq(TrialStatus::Pending)
+                    .or(model_trials::status
+                        .eq(TrialStatus::Leased)
+                        .and(model_trials::lease_expires_at.lt(t))),
+            )
+            .order(model_trials::id)
+            .select(model_trials::id)
+            .load::<TrialId>(conn)?;
+        let mut ids = Vec::new();
+        for chunk in claimable[..claimable.len().min(max)].chunks(500) {
+            ids.extend(
+                diesel::update(
+                    model_trials::table
+                        .filter(model_trials::id.eq_any(chunk))
+                        .filter(
+                            model_trials::status
+                                .eq(TrialStatus::Pending)
+                                .or(model_trials::status
+                                    .eq(TrialStatus::Leased)
+                                    .and(model_trials::lease_expires_at.lt(t))),
+                        ),
+                )
+                .set((
+                    model_trials::status.eq(TrialStatus::Leased),
+                    model_trials::lease_owner.eq(owner),
+                    model_trials::lease_expires_at.eq(lease_until(t, lease)),
+                    model_trials::updated_at.eq(t),
+                    model_trials::started_at.eq(t),
+                ))
+                .returning(model_trials::id)
+                .get_results::<TrialId>(conn)?,
+            );
+        }
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        diesel::update(
+            model_runs::table
+                .find(run)
+                .filter(model_runs::status.eq(RunStatus::Queued)),
+        )
+        .set((
+            model_runs::status.eq(RunStatus::Running),
+            model_runs::started_at.eq(t),
+            model_runs::updated_at.eq(t),
+        ))
+        .execute(conn)?;
+        Ok(trials_by_id(conn, &ids)?)
+    })
+}
+
+/// These trials, in id order (a batch's, when it is collected).
+pub fn trials_by_id(conn: &mut DbConnection, ids: &[TrialId]) -> QueryResult<Vec<Trial>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        out.extend(
+            model_trials::table
+                .filter(model_trials::id.eq_any(chunk))
+                .order(model_trials::id)
+                .select(Trial::as_select())
+                .load(conn)?,
+        );
+    }
+    Ok(out)
+}
+
 /// The filter "this trial, still leased by this owner".
 macro_rules! held {
     ($trial:expr, $owner:expr) => {

@@ -409,6 +409,26 @@ diesel::allow_tables_to_appear_in_same_query!(
 );
 
 diesel::table! {
+    /// Provider batches of a run (`store::batches`, #17).
+    run_batches (id) {
+        id -> BigInt,
+        run_id -> BigInt,
+        provider_batch_id -> Text,
+        input_file_id -> Nullable<Text>,
+        status -> Text,
+        trials -> Text,
+        error -> Nullable<Text>,
+        lease_owner -> Nullable<Text>,
+        lease_expires_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        finished_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::joinable!(run_batches -> model_runs (run_id));
+diesel::allow_tables_to_appear_in_same_query!(run_batches, model_runs);
+
+diesel::table! {
     /// Invitations to create an account (`store::invites`); only the token's hash is kept.
     invites (id) {
         id -> BigInt,

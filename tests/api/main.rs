@@ -8,6 +8,7 @@
 mod accounts_web;
 mod admin;
 mod assignment;
+mod batch;
 mod browser;
 mod budget;
 mod cli;
