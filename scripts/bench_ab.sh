@@ -3,7 +3,8 @@
 # server per run, A and B alternated so machine noise falls on both; the load generator is
 # build A for both, so only the server differs. Prints one line per run.
 # Usage: bash scripts/bench_ab.sh BINARY_A BINARY_B [pairs] [participants] [concurrency]
-# Environment: THINK_MS, RAMP_MS (passed to bench survey; default 0).
+# Environment: THINK_MS, RAMP_MS (passed to bench survey; default 0); BACKEND (sqlite, the
+# default, or postgres: a fresh database on $EMOTIONBENCH_TEST_PG's server per run).
 set -uo pipefail
 A="$1"; B="$2"; pairs="${3:-4}"; n="${4:-2500}"; c="${5:-200}"
 tmp="$(mktemp -d)"
@@ -11,7 +12,13 @@ trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$pairs"); do
   for v in A B; do
     bin="$A"; [ "$v" = B ] && bin="$B"
-    rm -f "$tmp"/b.db*; url="sqlite://$tmp/b.db"
+    db=""
+    if [ "${BACKEND:-sqlite}" = postgres ]; then
+      admin="${EMOTIONBENCH_TEST_PG:-postgres://postgres@127.0.0.1:5432/test}"
+      db="eb_ab_$$_${r}_$v"; psql "$admin" -q -c "CREATE DATABASE $db"; url="${admin%/*}/$db"
+    else
+      rm -f "$tmp"/b.db*; url="sqlite://$tmp/b.db"
+    fi
     # Each build makes its own database: a newer schema is not an older build's to write.
     DATABASE_URL="$url" "$bin" bench prepare-study --slug bench >/dev/null
     port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
@@ -21,6 +28,7 @@ for r in $(seq 1 "$pairs"); do
     out="$("$A" bench survey --url "http://127.0.0.1:$port" --study bench --concurrency "$c" \
       --participants "$n" --think-ms "${THINK_MS:-0}" --ramp-ms "${RAMP_MS:-0}" --server-pid "$pid" --verify "$url" --json)"
     kill "$pid"; wait "$pid" 2>/dev/null
+    [ -z "$db" ] || psql "$admin" -q -c "DROP DATABASE $db WITH (FORCE)"
     echo "$out" | python3 -c "
 import json, sys
 d = json.load(sys.stdin); r = d['report']; v = d['verify']; o = r['overall']

@@ -22,6 +22,15 @@ pg_admin="${EMOTIONBENCH_TEST_PG:-postgres://postgres@127.0.0.1:5432/test}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
+# CPU time (clock ticks, user + system) of every running Postgres process.
+pg_cpu_ticks() {
+  local t=0 f
+  for f in $(pgrep -x postgres 2>/dev/null | sed 's|^|/proc/|; s|$|/stat|'); do
+    [ -r "$f" ] && t=$((t + $(awk '{print $14 + $15}' "$f" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
 one_run() {
   local backend="$1" c="$2" n="$3" r="$4" url db=""
   if [ "$backend" = sqlite ]; then
@@ -38,21 +47,27 @@ one_run() {
   DATABASE_URL="$url" EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS=0 EMOTIONBENCH_LOG=warn "$bin" serve --bind "127.0.0.1:$port" &
   local pid=$!
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-  local load
+  local load pg_before pg_after
   load="$(cut -d' ' -f1 /proc/loadavg)"
+  pg_before="$(pg_cpu_ticks)"
   out="$("$bin" bench survey --url "http://127.0.0.1:$port" --study bench --concurrency "$c" \
     --participants "$n" --think-ms "$think" --ramp-ms "$ramp" --server-pid "$pid" --verify "$url" --json)"
+  pg_after="$(pg_cpu_ticks)"
   kill "$pid"; wait "$pid" 2>/dev/null || true
   [ -z "$db" ] || psql "$pg_admin" -q -c "DROP DATABASE $db WITH (FORCE)"
-  python3 - "$backend" "$c" "$r" "$load" <<PY
+  python3 - "$backend" "$c" "$r" "$load" "$pg_before" "$pg_after" "$(getconf CLK_TCK)" <<PY
 import json, sys
 d = json.loads('''$out''')
 rep, ver = d["report"], d["verify"]
 o = rep["overall"]
+# Postgres's own CPU (all its processes), per completed participant: not in the server's.
+pg = ""
+if sys.argv[1] == "postgres" and rep["completed"]:
+    pg = f" pg_cpu_ms/participant={(int(sys.argv[6]) - int(sys.argv[5])) * 1000 / int(sys.argv[7]) / rep['completed']:.2f}"
 print(f"{sys.argv[1]:<8} c={sys.argv[2]:<4} think=$think ramp=$ramp run={sys.argv[3]} load={sys.argv[4]} completed/s={rep['completed_per_second']:.1f} "
       f"p50={o['p50_ms']:.1f}ms p95={o['p95_ms']:.1f}ms p99={o['p99_ms']:.1f}ms errors={rep['errors']} "
       f"server_cpu_ms/participant={rep['server_cpu_ms_per_participant']:.2f} loadgen_cpu={100*rep['own_cpu_share']:.0f}% "
-      f"verified={ver['complete']}/{ver['checked']} incomplete={len(ver['incomplete'])} duplicates={ver['duplicates']}")
+      f"verified={ver['complete']}/{ver['checked']} incomplete={len(ver['incomplete'])} duplicates={ver['duplicates']}{pg}")
 PY
 }
 

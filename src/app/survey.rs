@@ -238,8 +238,9 @@ pub fn submit_page(
         Decision::Submit(to, effect) => {
             // A stale submit (another tab or a double click got there first) changes
             // nothing; either way the participant continues from wherever they now are.
-            let _: Submitted = participants::submit(conn, study, p.id, current, to, effect)?;
-            Ok(Posted::Moved(participants::get(conn, p.id)?))
+            let (_, now): (Submitted, _) =
+                participants::submit_and_get(conn, study, p.id, current, to, effect)?;
+            Ok(Posted::Moved(now))
         }
         Decision::Invalid(e) => Ok(Posted::Invalid(p, fields, e)),
         Decision::BadRequest(m) => Ok(Posted::BadRequest(m)),

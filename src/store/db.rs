@@ -226,8 +226,23 @@ impl ManageConnection for ConnectionManager {
         conn.batch_execute("SELECT 1").map_err(DbError::Query)
     }
 
-    fn has_broken(&self, _conn: &mut DbConnection) -> bool {
-        false
+    /// Runs as each connection goes back to the pool, so it must not touch the network. A
+    /// Postgres connection whose server went away (restarted, the connection killed, the network
+    /// down) is dropped, and the pool opens a fresh one when it is next needed: the query that
+    /// met the loss left libpq's transaction status "unknown", which diesel records as a broken
+    /// transaction manager (`R2D2Connection::is_broken`), as it does for a connection left
+    /// inside a transaction. The pool used to run `SELECT 1` on every checkout instead
+    /// (`test_on_check_out`): 15 of the 87 statements a participant cost (issue #19,
+    /// BENCHMARKS.md "Postgres: statements per participant"), to catch what is now seen at no
+    /// cost by the request that meets it. That request fails (the visitor gets the 503 page and
+    /// nothing of theirs was acknowledged), as one did before whenever the server went away
+    /// between the check and the query (`crash::a_postgres_restart_under_load_…`).
+    fn has_broken(&self, conn: &mut DbConnection) -> bool {
+        use diesel::r2d2::R2D2Connection;
+        match conn {
+            DbConnection::Postgresql(c) => c.is_broken(),
+            DbConnection::Sqlite(_) => false,
+        }
     }
 }
 
@@ -245,9 +260,10 @@ pub fn connect(url: &str, max_size: u32) -> Result<Pool, DbError> {
             }
         }
     }
-    // A Postgres server can go away under open connections; check each on checkout (one
-    // round trip) so a restarted server is picked up again, and wait only briefly for a new
-    // one so visitors get a clear 503 page instead of a hanging request.
+    // A Postgres server can go away under open connections: the first query that meets it
+    // breaks its connection, which the pool then drops (`has_broken`), so a restarted server is
+    // picked up again without a liveness query on every checkout. Wait only briefly for a
+    // connection so visitors get a clear 503 page instead of a hanging request.
     let postgres = matches!(url, DatabaseUrl::Postgres(_));
     let manager = ConnectionManager::new(url);
     let first = manager.open()?;
@@ -255,7 +271,7 @@ pub fn connect(url: &str, max_size: u32) -> Result<Pool, DbError> {
         .max_size(max_size.max(1))
         .min_idle(Some(0))
         .connection_timeout(Duration::from_secs(if postgres { 3 } else { 10 }))
-        .test_on_check_out(postgres)
+        .test_on_check_out(false)
         .build_unchecked(manager);
     // Hand the connection we already have to nobody: dropping it is cheap, and the pool opens
     // its own lazily. What mattered is that opening worked.

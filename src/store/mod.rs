@@ -12,6 +12,7 @@ pub mod invites;
 pub mod model_runs;
 pub mod monitor;
 pub mod participants;
+mod pg_pages;
 pub mod report;
 pub mod runs;
 pub mod schema;

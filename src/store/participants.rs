@@ -13,6 +13,7 @@ use diesel::prelude::*;
 
 use super::columns::{ItemOrder, Json, corrupt_row};
 use super::db::per_backend;
+use super::pg_pages;
 use super::schema::{
     attention_checks, page_events, participants, responses, situation_counts, situations,
 };
@@ -306,6 +307,29 @@ pub fn open_page(
     key: &SessionKey,
     requested: Option<Page>,
 ) -> QueryResult<Option<(Participant, Option<String>)>> {
+    // The pages that show the situation: its own, and the second questionnaire (in one line).
+    let with_text = matches!(requested, Some(Page::Situation | Page::PanasAfter));
+    if let DbConnection::Postgresql(c) = conn {
+        let show = requested.filter(|p| !p.is_terminal());
+        let at = now();
+        let found = match key {
+            SessionKey::Owner(k) => {
+                pg_pages::OpenPage::<pg_pages::PublicId>::new(study_id, k.clone(), show, with_text, at)
+                    .run(c)
+            }
+            SessionKey::Resumed(k) => {
+                pg_pages::OpenPage::<pg_pages::ResumeId>::new(study_id, k.clone(), show, with_text, at)
+                    .run(c)
+            }
+        };
+        return match found {
+            // A row that does not decode is named by the plain lookup's error.
+            Err(diesel::result::Error::DeserializationError(_)) => {
+                by_key(conn, study_id, key).map(|p| p.map(|p| (p, None)))
+            }
+            other => other,
+        };
+    }
     let Some(p) = by_key(conn, study_id, key)? else {
         return Ok(None);
     };
@@ -315,7 +339,7 @@ pub fn open_page(
         if !current.is_terminal() {
             record_event(conn, p.id, current, PageEvent::Shown)?;
         }
-        if current == Page::Situation {
+        if with_text {
             text = situation_of(conn, &p)?.map(|(_, text)| text);
         }
     }
@@ -369,6 +393,105 @@ pub enum Submitted {
     Stale,
     /// Consent given but every situation is full: ended as screened out.
     Full,
+}
+
+/// [`submit`], and the participant as it then is (moved on, or wherever a stale submit found
+/// them). On Postgres the pages that store only their own answers do it in one statement
+/// ([`pg_pages::Submit`]) that returns the moved participant; everything else is `submit`
+/// followed by a read.
+pub fn submit_and_get(
+    conn: &mut DbConnection,
+    study: &Study,
+    participant: ParticipantId,
+    from: Page,
+    to: Page,
+    effect: Effect,
+) -> Result<(Submitted, Participant), StoreError> {
+    let effect = match conn {
+        DbConnection::Postgresql(c) => match pg_submit(c, study, participant, from, to, effect) {
+            Ok(Some(p)) => return Ok((Submitted::Moved, p)),
+            // Stale: the participant is read below, wherever they now are.
+            Ok(None) => None,
+            Err(PgSubmit::Other(effect)) => Some(effect),
+            Err(PgSubmit::Failed(e @ diesel::result::Error::DeserializationError(_))) => {
+                return Err(corrupt_row("participants", participant)(e).into());
+            }
+            Err(PgSubmit::Failed(e)) => return Err(e.into()),
+        },
+        DbConnection::Sqlite(_) => Some(effect),
+    };
+    let submitted = match effect {
+        Some(effect) => submit(conn, study, participant, from, to, effect)?,
+        None => Submitted::Stale,
+    };
+    Ok((submitted, get(conn, participant)?))
+}
+
+/// Why [`pg_submit`] did not store the page.
+enum PgSubmit {
+    /// Consent (which assigns a situation) and the ends: `submit`'s.
+    Other(Effect),
+    Failed(diesel::result::Error),
+}
+
+/// The one-statement submit of the pages that store only their answers (see [`pg_pages`]).
+fn pg_submit(
+    conn: &mut diesel::PgConnection,
+    study: &Study,
+    participant: ParticipantId,
+    from: Page,
+    to: Page,
+    effect: Effect,
+) -> Result<Option<Participant>, PgSubmit> {
+    use pg_pages::Submit;
+    let t = now();
+    let reserve = t + Duration::minutes(i64::from(study.reservation_minutes.max(1)));
+    let reserve = Some(reserve);
+    let done = match effect {
+        Effect::Complete => {
+            let stores = pg_pages::Complete { id: participant, at: t };
+            Submit::new(participant, from, to, t, None, stores).run(conn)
+        }
+        Effect::Demographics(d) => {
+            let json = demographics_json(d);
+            Submit::new(participant, from, to, t, reserve, pg_pages::Demographics(json)).run(conn)
+        }
+        Effect::Answers { phase, answers } => {
+            let stores = pg_pages::Answers::new(phase, &answers, t);
+            Submit::new(participant, from, to, t, reserve, stores).run(conn)
+        }
+        Effect::Situation { too_fast } => {
+            let stores = pg_pages::Situation { too_fast };
+            Submit::new(participant, from, to, t, reserve, stores).run(conn)
+        }
+        Effect::Check {
+            key,
+            answer,
+            passed,
+        } => {
+            let stores = pg_pages::Check {
+                key,
+                answer,
+                passed,
+                failed: !passed,
+                at: t,
+            };
+            Submit::new(participant, from, to, t, reserve, stores).run(conn)
+        }
+        other @ (Effect::Consent | Effect::End(_)) => {
+            return Err(PgSubmit::Other(other));
+        }
+    };
+    done.map_err(PgSubmit::Failed)
+}
+
+/// The demographic answers as the JSON object stored in `participants.demographics`.
+fn demographics_json(d: Vec<(String, String)>) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = d
+        .into_iter()
+        .map(|(k, v)| (k, serde_json::Value::String(v)))
+        .collect();
+    serde_json::Value::Object(map).to_string()
 }
 
 /// Moves `participant` from `from` to `to` and stores `effect`, all in one transaction.
@@ -446,13 +569,9 @@ fn submit_in_tx(
             end(conn, participant, outcome, t)?;
         }
         Effect::Demographics(d) => {
-            let map: serde_json::Map<String, serde_json::Value> = d
-                .into_iter()
-                .map(|(k, v)| (k, serde_json::Value::String(v)))
-                .collect();
             hot::Demographics {
                 id: participant,
-                json: serde_json::Value::Object(map).to_string(),
+                json: demographics_json(d),
             }
             .execute(conn)?;
         }

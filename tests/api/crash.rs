@@ -2,6 +2,7 @@
 //! let them continue. Every acknowledged answer (the next page was served) must be stored,
 //! none twice, and every participant must be able to finish.
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -203,7 +204,13 @@ fn a_server_killed_mid_flow_loses_no_acknowledged_answer(db: TestDb) {
         "the kill happened mid-flow ({at_kill} submits acknowledged)"
     );
 
-    // Every participant: completed, 40 answers, each exactly the value submitted, none twice.
+    assert_every_answer_stored_once(&app);
+}
+
+on_both_backends!(a_server_killed_mid_flow_loses_no_acknowledged_answer);
+
+/// Every participant: completed, 40 answers, each exactly the value submitted, none twice.
+fn assert_every_answer_stored_once(app: &TestApp) {
     use diesel::prelude::*;
     use emotionbench::store::schema::{participants, responses};
     let pool = app.pool();
@@ -242,7 +249,169 @@ fn a_server_killed_mid_flow_loses_no_acknowledged_answer(db: TestDb) {
     assert_eq!(completed, PARTICIPANTS as i64);
 }
 
-on_both_backends!(a_server_killed_mid_flow_loses_no_acknowledged_answer);
+/// A Postgres server of this test's own (`initdb` in a temporary directory, its own port), so
+/// that restarting it under load does not cut off the other tests, which share the test server.
+/// Stopped (immediately) and removed on drop.
+pub struct OwnPostgres {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    pub port: u16,
+}
+
+impl OwnPostgres {
+    /// `None` (a skip, a failure under CI) when the server binaries are not installed: they are
+    /// in `$EMOTIONBENCH_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin` (Debian's).
+    pub fn start() -> Option<OwnPostgres> {
+        let bin = std::env::var_os("EMOTIONBENCH_PG_BIN")
+            .map(PathBuf::from)
+            .or_else(|| {
+                let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+                    .ok()?
+                    .filter_map(|e| Some(e.ok()?.path().join("bin")))
+                    .filter(|d| d.join("pg_ctl").exists())
+                    .collect();
+                dirs.sort_by_key(|d| {
+                    let version = d.parent().and_then(|v| v.file_name());
+                    version.and_then(|v| v.to_str()?.parse::<u32>().ok())
+                });
+                dirs.pop()
+            })
+            .filter(|d| d.join("initdb").exists());
+        let Some(bin) = bin else {
+            crate::helpers::missing("the Postgres server binaries (initdb, pg_ctl)");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let pg = OwnPostgres {
+            dir,
+            bin,
+            port: free_port(),
+        };
+        // initdb refuses to run as root: the cluster then belongs to the `postgres` user.
+        if OwnPostgres::as_root() {
+            pg.run("chown", &["-R", "postgres:postgres", &pg.path("")], false);
+        }
+        let data = pg.path("data");
+        pg.run("initdb", &["-D", &data, "-U", "postgres", "--auth=trust", "--no-sync"], true);
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=50",
+            pg.port,
+            pg.path("")
+        );
+        let log = pg.path("log");
+        pg.run("pg_ctl", &["-D", &data, "-o", &options, "-l", &log, "-w", "start"], true);
+        Some(pg)
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// What `pg_ctlcluster … restart` does: a fast shutdown (open connections are cut, the
+    /// WAL flushed), then a start on the same settings, waiting until it accepts connections.
+    pub fn restart(&self) {
+        // `-l` again: pg_ctl does not keep it, and a server writing to our pipe would keep
+        // `output()` waiting for ever.
+        let (data, log) = (self.path("data"), self.path("log"));
+        self.run("pg_ctl", &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"], true);
+    }
+
+    fn as_root() -> bool {
+        Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    /// Runs `program` (one of the server binaries when `server`), as `postgres` under root.
+    fn run(&self, program: &str, args: &[&str], server: bool) {
+        let program = if server {
+            self.bin.join(program).display().to_string()
+        } else {
+            program.to_owned()
+        };
+        let mut cmd = if server && Self::as_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--", &program]);
+            c
+        } else {
+            Command::new(&program)
+        };
+        let out = cmd.args(args).stdin(Stdio::null()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for OwnPostgres {
+    fn drop(&mut self) {
+        let data = self.path("data");
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"], true)
+        }));
+    }
+}
+
+/// Postgres itself restarted (a fast shutdown, as `pg_ctlcluster … restart` does) while 200
+/// participants are mid-flow: every request in flight on a cut connection fails (not
+/// acknowledged, so the participant sends it again), the connections that met the restart are
+/// dropped by the pool (`store::db::ConnectionManager::has_broken`) and fresh ones opened, and in the end every
+/// participant finishes with every answer stored once, as submitted (issue #19).
+#[test]
+fn a_postgres_restart_under_load_loses_no_acknowledged_answer() {
+    let Some(pg) = OwnPostgres::start() else {
+        return;
+    };
+    let url = pg.url();
+    let app = TestApp::prepare(TestDb::postgres_at(url.clone()));
+    crate::survey::make_study(&app, "crash", |c| c.target_per_situation = 1_000);
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut server = start_server(&url, port);
+    let acked = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(PARTICIPANTS + 1));
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let handles: Vec<_> = (0..PARTICIPANTS)
+        .map(|n| {
+            let (base, acked, start) = (base.clone(), acked.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                participant(&base, n, &acked, deadline)
+            })
+        })
+        .collect();
+    start.wait();
+    let t = Instant::now();
+    while acked.load(Ordering::Relaxed) < PARTICIPANTS * 3 && t.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let at_restart = acked.load(Ordering::Relaxed);
+    pg.restart();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} participants could not finish: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert!(
+        at_restart < PARTICIPANTS * 7,
+        "the restart happened mid-flow ({at_restart} submits acknowledged)"
+    );
+    assert_every_answer_stored_once(&app);
+}
 
 fn an_export_killed_midway_leaves_a_clearly_partial_file_and_the_database_untouched(db: TestDb) {
     let url = db.url.clone();

@@ -107,6 +107,17 @@ impl TestDb {
         })
     }
 
+    /// A database on a Postgres server of the test's own (see `crash::OwnPostgres`), left for
+    /// that server to take with it.
+    pub fn postgres_at(url: String) -> TestDb {
+        TestDb {
+            url,
+            backend: Backend::Postgres,
+            _dir: None,
+            pg_name: None,
+        }
+    }
+
     pub fn of(backend: Backend) -> Option<TestDb> {
         match backend {
             Backend::Sqlite => Some(Self::sqlite()),

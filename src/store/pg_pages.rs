@@ -1,0 +1,368 @@
+//! The survey's page requests on Postgres, each in one statement (issue #19).
+//!
+//! Why: on Postgres every statement is a round trip to another process, and a page request
+//! made several. A GET read the participant, then inserted its "shown" event (a second trip and
+//! a commit), and on the situation and second questionnaire pages read the situation's text; a
+//! POST read the participant, then `BEGIN`, the guarded move, its "submitted" event, what the
+//! page stores, `COMMIT`, and read the participant again: 87 statements per participant in all
+//! (BENCHMARKS.md, "Postgres: statements per participant"). Here a GET is one statement and a
+//! questionnaire, demographics, situation or check submit is two (the read that the form is
+//! parsed against, then one statement that moves and stores). SQLite keeps the separate
+//! statements: it runs in-process behind the writer, where a statement costs no trip.
+//!
+//! What stays as before: one statement is one transaction, so a submit's move, its event and
+//! what it stores commit together or not at all, before the reply; the move is still guarded
+//! by `page = from AND status = active` (0 rows: a double submit or another tab got there first,
+//! nothing is stored); the writes fire the same triggers. Postgres runs the data-modifying parts
+//! of a `WITH` on one snapshot, and the INSERTs take their participant from the UPDATE's
+//! `RETURNING`, so nothing is inserted for a move that did not happen.
+//!
+//! Each statement is its own type with a static query id, so a pooled connection prepares it
+//! once (diesel's statement cache is keyed by that id: two SQL texts must never share a type,
+//! which is why the submit is generic over what the page stores).
+
+use std::marker::PhantomData;
+
+use chrono::NaiveDateTime;
+use diesel::pg::Pg;
+use diesel::dsl::AsSelect;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
+use diesel::{OptionalExtension, PgConnection, QueryResult, RunQueryDsl, SelectableHelper};
+
+use super::participants::Participant;
+use super::{ParticipantId, StudyId};
+use crate::domain::measure::Measure;
+use crate::domain::survey::{Page, PageEvent, ParticipantStatus};
+
+/// The unique column a survey cookie's key is looked up in.
+pub trait KeyColumn: 'static {
+    const COLUMN: &'static str;
+}
+
+/// A participant's own session secret (`participants.public_id`).
+pub struct PublicId;
+impl KeyColumn for PublicId {
+    const COLUMN: &'static str = "public_id";
+}
+
+/// The shared key of a participant resumed by Prolific id (`participants.resume_id`).
+pub struct ResumeId;
+impl KeyColumn for ResumeId {
+    const COLUMN: &'static str = "resume_id";
+}
+
+/// A page request: the participant of `key` in `study` and, in the same statement, the "shown"
+/// event of `show` recorded when that is the participant's current page, and the situation's
+/// text when `with_text` and the current page is `show`.
+pub struct OpenPage<K: KeyColumn> {
+    study: StudyId,
+    key: String,
+    /// The page requested, when it is one that records "shown" (not a final page).
+    show: Option<Page>,
+    with_text: bool,
+    at: NaiveDateTime,
+    columns: AsSelect<Participant, Pg>,
+    key_column: PhantomData<K>,
+}
+
+impl<K: KeyColumn> OpenPage<K> {
+    pub fn new(
+        study: StudyId,
+        key: String,
+        show: Option<Page>,
+        with_text: bool,
+        at: NaiveDateTime,
+    ) -> Self {
+        Self {
+            study,
+            key,
+            show,
+            with_text,
+            at,
+            columns: Participant::as_select(),
+            key_column: PhantomData,
+        }
+    }
+
+    /// The participant and the text, or `None` when the key names nobody in the study.
+    pub fn run(self, conn: &mut PgConnection) -> QueryResult<Option<(Participant, Option<String>)>> {
+        self.get_result(conn).optional()
+    }
+}
+
+impl<K: KeyColumn> QueryId for OpenPage<K> {
+    type QueryId = Self;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl<K: KeyColumn> Query for OpenPage<K> {
+    type SqlType = (AsSelect<Participant, Pg>, Nullable<Text>);
+}
+
+impl<K: KeyColumn> QueryFragment<Pg> for OpenPage<K> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("WITH p AS (SELECT ");
+        self.columns.walk_ast(out.reborrow())?;
+        out.push_sql(" FROM participants WHERE study_id = ");
+        out.push_bind_param::<BigInt, _>(&self.study)?;
+        out.push_sql(" AND ");
+        out.push_sql(K::COLUMN);
+        out.push_sql(" = ");
+        out.push_bind_param::<Text, _>(&self.key)?;
+        // NULL never equals a page: nothing is recorded for a final page.
+        out.push_sql(
+            "), shown AS (INSERT INTO page_events (participant_id, page, event, at) \
+             SELECT id, page, ",
+        );
+        out.push_bind_param::<Text, _>(&PageEvent::Shown)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Timestamp, _>(&self.at)?;
+        out.push_sql(" FROM p WHERE page = ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.show)?;
+        out.push_sql(") SELECT p.*, (SELECT s.text FROM situations s WHERE s.id = p.situation_id AND ");
+        out.push_bind_param::<Bool, _>(&self.with_text)?;
+        out.push_sql(" AND p.page = ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.show)?;
+        out.push_sql(") FROM p");
+        Ok(())
+    }
+}
+
+impl<K: KeyColumn> RunQueryDsl<PgConnection> for OpenPage<K> {}
+
+/// What a page stores besides the move, as SQL added to the submit statement: assignments to
+/// the participant's row, and further `WITH` parts that insert rows for the participant the
+/// UPDATE returned (`moved`).
+pub trait Stores: Send + 'static {
+    /// `, column = value` parts of the UPDATE's SET list (may be empty).
+    fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()>;
+    /// `, name AS (INSERT ... FROM moved)` parts (may be empty).
+    fn insert<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()>;
+}
+
+/// The demographic answers, as a JSON object.
+pub struct Demographics(pub String);
+
+impl Stores for Demographics {
+    fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql(", demographics = ");
+        out.push_bind_param::<Text, _>(&self.0)
+    }
+    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        Ok(())
+    }
+}
+
+/// A questionnaire page's answers: one row per item, from three parallel arrays (one bind each
+/// whatever the number of items, so the statement text stays the same).
+pub struct Answers {
+    pub phase: Measure,
+    pub items: Vec<i32>,
+    pub values: Vec<i32>,
+    pub positions: Vec<i32>,
+    pub at: NaiveDateTime,
+}
+
+impl Answers {
+    /// From `(item number, display position, value)` triples.
+    pub fn new(phase: Measure, answers: &[(u32, u32, i32)], at: NaiveDateTime) -> Self {
+        // Item numbers and positions are small (an instrument's item count): they fit.
+        let int = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        Self {
+            phase,
+            items: answers.iter().map(|a| int(a.0)).collect(),
+            positions: answers.iter().map(|a| int(a.1)).collect(),
+            values: answers.iter().map(|a| a.2).collect(),
+            at,
+        }
+    }
+}
+
+impl Stores for Answers {
+    fn set<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        Ok(())
+    }
+    fn insert<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql(
+            ", answers AS (INSERT INTO responses \
+             (participant_id, phase, item_number, value, display_position, created_at) \
+             SELECT moved.id, ",
+        );
+        out.push_bind_param::<Text, _>(&self.phase)?;
+        out.push_sql(", a.item, a.value, a.position, ");
+        out.push_bind_param::<Timestamp, _>(&self.at)?;
+        out.push_sql(" FROM moved, unnest(");
+        out.push_bind_param::<Array<Integer>, _>(&self.items)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Integer>, _>(&self.values)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Integer>, _>(&self.positions)?;
+        out.push_sql(") AS a(item, value, position))");
+        Ok(())
+    }
+}
+
+/// The situation page: flags a participant who left it before its minimum time (a flag once
+/// set stays set).
+pub struct Situation {
+    pub too_fast: bool,
+}
+
+impl Stores for Situation {
+    fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql(", flag_fast = flag_fast OR ");
+        out.push_bind_param::<Bool, _>(&self.too_fast)
+    }
+    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        Ok(())
+    }
+}
+
+/// The attention check's answer, and the flag when it failed.
+pub struct Check {
+    pub key: String,
+    pub answer: String,
+    pub passed: bool,
+    pub failed: bool,
+    pub at: NaiveDateTime,
+}
+
+impl Stores for Check {
+    fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql(", flag_failed_check = flag_failed_check OR ");
+        out.push_bind_param::<Bool, _>(&self.failed)
+    }
+    fn insert<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql(
+            ", checked AS (INSERT INTO attention_checks \
+             (participant_id, check_key, answer, passed, created_at) SELECT moved.id, ",
+        );
+        out.push_bind_param::<Text, _>(&self.key)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(&self.answer)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Bool, _>(&self.passed)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Timestamp, _>(&self.at)?;
+        out.push_sql(" FROM moved)");
+        Ok(())
+    }
+}
+
+/// The last page's submit: the participant completed, with the straight-lining flag (every
+/// answer of a questionnaire page the same, as `domain::survey::is_straightlined` decides for
+/// SQLite) computed from the stored answers in the same statement.
+pub struct Complete {
+    pub id: ParticipantId,
+    pub at: NaiveDateTime,
+}
+
+impl Stores for Complete {
+    fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql(", status = ");
+        // The status `Outcome::Completed.status()` names.
+        out.push_bind_param::<Text, _>(&ParticipantStatus::Completed)?;
+        out.push_sql(", completed_at = ");
+        out.push_bind_param::<Timestamp, _>(&self.at)?;
+        out.push_sql(
+            ", flag_straightline = COALESCE((SELECT bool_or(n > 1 AND lo = hi) FROM \
+             (SELECT count(*) AS n, min(value) AS lo, max(value) AS hi FROM responses \
+             WHERE participant_id = ",
+        );
+        out.push_bind_param::<BigInt, _>(&self.id)?;
+        out.push_sql(" AND phase IN (");
+        out.push_bind_param::<Text, _>(&Measure::Default)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(&Measure::Evoked)?;
+        out.push_sql(") GROUP BY phase) AS pages), false)");
+        Ok(())
+    }
+    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        Ok(())
+    }
+}
+
+/// A page submit: moves the participant from `from` to `to` while still active on `from`,
+/// records the "submitted" event and stores `stores`, returning the participant as the move
+/// left it (nothing when the guard found them elsewhere).
+pub struct Submit<S: Stores> {
+    pub id: ParticipantId,
+    pub from: Page,
+    pub to: Page,
+    pub at: NaiveDateTime,
+    /// Until when the participant's situation stays reserved (`None`: no longer, at the end).
+    pub reserve: Option<NaiveDateTime>,
+    pub stores: S,
+    columns: AsSelect<Participant, Pg>,
+}
+
+impl<S: Stores> Submit<S> {
+    pub fn new(
+        id: ParticipantId,
+        from: Page,
+        to: Page,
+        at: NaiveDateTime,
+        reserve: Option<NaiveDateTime>,
+        stores: S,
+    ) -> Self {
+        Self {
+            id,
+            from,
+            to,
+            at,
+            reserve,
+            stores,
+            columns: Participant::as_select(),
+        }
+    }
+
+    /// The participant after the move, or `None` when it did not happen (stale).
+    pub fn run(self, conn: &mut PgConnection) -> QueryResult<Option<Participant>> {
+        self.get_result(conn).optional()
+    }
+}
+
+impl<S: Stores> QueryId for Submit<S> {
+    type QueryId = Self;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl<S: Stores> Query for Submit<S> {
+    type SqlType = AsSelect<Participant, Pg>;
+}
+
+impl<S: Stores> QueryFragment<Pg> for Submit<S> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("WITH moved AS (UPDATE participants SET page = ");
+        out.push_bind_param::<Text, _>(&self.to)?;
+        out.push_sql(", updated_at = ");
+        out.push_bind_param::<Timestamp, _>(&self.at)?;
+        out.push_sql(", reserved_until = ");
+        out.push_bind_param::<Nullable<Timestamp>, _>(&self.reserve)?;
+        self.stores.set(&mut out)?;
+        out.push_sql(" WHERE id = ");
+        out.push_bind_param::<BigInt, _>(&self.id)?;
+        out.push_sql(" AND page = ");
+        out.push_bind_param::<Text, _>(&self.from)?;
+        out.push_sql(" AND status = ");
+        out.push_bind_param::<Text, _>(&ParticipantStatus::Active)?;
+        out.push_sql(" RETURNING ");
+        self.columns.walk_ast(out.reborrow())?;
+        out.push_sql(
+            "), submitted AS (INSERT INTO page_events (participant_id, page, event, at) \
+             SELECT id, ",
+        );
+        out.push_bind_param::<Text, _>(&self.from)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(&PageEvent::Submitted)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Timestamp, _>(&self.at)?;
+        out.push_sql(" FROM moved)");
+        self.stores.insert(&mut out)?;
+        out.push_sql(" SELECT * FROM moved");
+        Ok(())
+    }
+}
+
+impl<S: Stores> RunQueryDsl<PgConnection> for Submit<S> {}
