@@ -15,7 +15,7 @@ for r in $(seq 1 "$pairs"); do
     db=""
     if [ "${BACKEND:-sqlite}" = postgres ]; then
       admin="${EMOTIONBENCH_TEST_PG:-postgres://postgres@127.0.0.1:5432/test}"
-      db="eb_ab_$$_${r}_$v"; psql "$admin" -q -c "CREATE DATABASE $db"; url="${admin%/*}/$db"
+      db="eb_ab_$$_${r}_${v,,}"; psql "$admin" -q -c "CREATE DATABASE $db"; url="${admin%/*}/$db"
     else
       rm -f "$tmp"/b.db*; url="sqlite://$tmp/b.db"
     fi

@@ -251,11 +251,13 @@ pub fn create(
             participants::created_at.eq(t),
             participants::updated_at.eq(t),
         ))
-        .on_conflict_do_nothing()
-        .returning(participants::id);
-    let inserted: QueryResult<ParticipantId> = per_backend!(conn, |c| insert.get_result(c));
+        .on_conflict_do_nothing();
+    // The new row itself, not its id and then a read of it (a round trip on Postgres).
+    let inserted: QueryResult<Participant> = per_backend!(conn, |c| insert
+        .returning(Participant::as_returning())
+        .get_result(c));
     match inserted {
-        Ok(id) => Ok(get(conn, id)?),
+        Ok(p) => Ok(p),
         Err(diesel::result::Error::NotFound) => {
             if let Some(p) = by_public_id(conn, study.id, public_id)? {
                 return Ok(p);
@@ -313,14 +315,22 @@ pub fn open_page(
         let show = requested.filter(|p| !p.is_terminal());
         let at = now();
         let found = match key {
-            SessionKey::Owner(k) => {
-                pg_pages::OpenPage::<pg_pages::PublicId>::new(study_id, k.clone(), show, with_text, at)
-                    .run(c)
-            }
-            SessionKey::Resumed(k) => {
-                pg_pages::OpenPage::<pg_pages::ResumeId>::new(study_id, k.clone(), show, with_text, at)
-                    .run(c)
-            }
+            SessionKey::Owner(k) => pg_pages::OpenPage::<pg_pages::PublicId>::new(
+                study_id,
+                k.clone(),
+                show,
+                with_text,
+                at,
+            )
+            .run(c),
+            SessionKey::Resumed(k) => pg_pages::OpenPage::<pg_pages::ResumeId>::new(
+                study_id,
+                k.clone(),
+                show,
+                with_text,
+                at,
+            )
+            .run(c),
         };
         return match found {
             // A row that does not decode is named by the plain lookup's error.
@@ -449,12 +459,23 @@ fn pg_submit(
     let reserve = Some(reserve);
     let done = match effect {
         Effect::Complete => {
-            let stores = pg_pages::Complete { id: participant, at: t };
+            let stores = pg_pages::Complete {
+                id: participant,
+                at: t,
+            };
             Submit::new(participant, from, to, t, None, stores).run(conn)
         }
         Effect::Demographics(d) => {
             let json = demographics_json(d);
-            Submit::new(participant, from, to, t, reserve, pg_pages::Demographics(json)).run(conn)
+            Submit::new(
+                participant,
+                from,
+                to,
+                t,
+                reserve,
+                pg_pages::Demographics(json),
+            )
+            .run(conn)
         }
         Effect::Answers { phase, answers } => {
             let stores = pg_pages::Answers::new(phase, &answers, t);

@@ -24,8 +24,8 @@
 use std::marker::PhantomData;
 
 use chrono::NaiveDateTime;
-use diesel::pg::Pg;
 use diesel::dsl::AsSelect;
+use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
 use diesel::{OptionalExtension, PgConnection, QueryResult, RunQueryDsl, SelectableHelper};
@@ -86,7 +86,10 @@ impl<K: KeyColumn> OpenPage<K> {
     }
 
     /// The participant and the text, or `None` when the key names nobody in the study.
-    pub fn run(self, conn: &mut PgConnection) -> QueryResult<Option<(Participant, Option<String>)>> {
+    pub fn run(
+        self,
+        conn: &mut PgConnection,
+    ) -> QueryResult<Option<(Participant, Option<String>)>> {
         self.get_result(conn).optional()
     }
 }
@@ -120,7 +123,9 @@ impl<K: KeyColumn> QueryFragment<Pg> for OpenPage<K> {
         out.push_bind_param::<Timestamp, _>(&self.at)?;
         out.push_sql(" FROM p WHERE page = ");
         out.push_bind_param::<Nullable<Text>, _>(&self.show)?;
-        out.push_sql(") SELECT p.*, (SELECT s.text FROM situations s WHERE s.id = p.situation_id AND ");
+        out.push_sql(
+            ") SELECT p.*, (SELECT s.text FROM situations s WHERE s.id = p.situation_id AND ",
+        );
         out.push_bind_param::<Bool, _>(&self.with_text)?;
         out.push_sql(" AND p.page = ");
         out.push_bind_param::<Nullable<Text>, _>(&self.show)?;

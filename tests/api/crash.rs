@@ -292,14 +292,22 @@ impl OwnPostgres {
             pg.run("chown", &["-R", "postgres:postgres", &pg.path("")], false);
         }
         let data = pg.path("data");
-        pg.run("initdb", &["-D", &data, "-U", "postgres", "--auth=trust", "--no-sync"], true);
+        pg.run(
+            "initdb",
+            &["-D", &data, "-U", "postgres", "--auth=trust", "--no-sync"],
+            true,
+        );
         let options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=50",
             pg.port,
             pg.path("")
         );
         let log = pg.path("log");
-        pg.run("pg_ctl", &["-D", &data, "-o", &options, "-l", &log, "-w", "start"], true);
+        pg.run(
+            "pg_ctl",
+            &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
+            true,
+        );
         Some(pg)
     }
 
@@ -313,7 +321,11 @@ impl OwnPostgres {
         // `-l` again: pg_ctl does not keep it, and a server writing to our pipe would keep
         // `output()` waiting for ever.
         let (data, log) = (self.path("data"), self.path("log"));
-        self.run("pg_ctl", &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"], true);
+        self.run(
+            "pg_ctl",
+            &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"],
+            true,
+        );
     }
 
     fn as_root() -> bool {
@@ -355,7 +367,11 @@ impl Drop for OwnPostgres {
     fn drop(&mut self) {
         let data = self.path("data");
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"], true)
+            self.run(
+                "pg_ctl",
+                &["-D", &data, "-m", "immediate", "-w", "stop"],
+                true,
+            )
         }));
     }
 }
