@@ -13,6 +13,7 @@ use crate::app::{
 };
 use crate::config::ProviderConfig;
 use crate::domain::prompt::Template as PromptTemplate;
+use crate::domain::protocol::Protocol;
 use crate::domain::run::{RunParams, Selection};
 use crate::store::runs::{self, Progress, Run, TrialRecord};
 use crate::store::studies::{self, StudySummary};
@@ -95,6 +96,8 @@ pub struct RunForm {
     pub situations: String,
     pub seed: String,
     pub temperature: String,
+    /// `paper`, `within-session` or `persona` (#17).
+    pub protocol: String,
 }
 
 impl RunForm {
@@ -113,6 +116,8 @@ struct FormPage {
     studies: Vec<StudySummary>,
     providers: Vec<String>,
     templates: Vec<&'static str>,
+    /// (name, what it does) of every protocol.
+    protocols: Vec<(&'static str, &'static str)>,
     errors: Vec<String>,
     /// Where the model's requests will differ from what was asked, to confirm before the run
     /// exists (the server's workers start on it at once).
@@ -142,6 +147,10 @@ async fn form_page(
                 .map(|p| p.name.clone())
                 .collect(),
             templates: PromptTemplate::BUILTIN_NAMES.to_vec(),
+            protocols: Protocol::ALL
+                .iter()
+                .map(|p| (p.as_str(), p.describe()))
+                .collect(),
             errors,
             notes,
             planning,
@@ -173,6 +182,7 @@ pub async fn new_form(
         situations: "all".into(),
         seed: String::new(),
         temperature: "0".into(),
+        protocol: Protocol::Paper.as_str().into(),
     };
     form_page(
         &state,
@@ -198,6 +208,7 @@ fn read_form(fields: &[(String, String)]) -> RunForm {
         situations: g("situations"),
         seed: g("seed"),
         temperature: g("temperature"),
+        protocol: g("protocol"),
     }
 }
 
@@ -230,6 +241,14 @@ fn request_of(form: &RunForm) -> Result<RunRequest, Vec<String>> {
             .map_err(|_| errors.push("The seed must be a whole number.".into()))
             .ok(),
     };
+    // A form from before protocols existed has none: the paper's.
+    let protocol = match form.protocol.as_str() {
+        "" => Some(Protocol::Paper),
+        p => Protocol::parse(p).or_else(|| {
+            errors.push("Choose one of the protocols.".into());
+            None
+        }),
+    };
     let temperature = form
         .temperature
         .parse::<f64>()
@@ -239,13 +258,22 @@ fn request_of(form: &RunForm) -> Result<RunRequest, Vec<String>> {
             errors.push("The temperature must be a number from 0 to 2.".into());
             None
         });
-    let (Some(repeats), Some(default_repeats), Some(selection), Some(temperature), true) = (
+    let (
+        Some(repeats),
+        Some(default_repeats),
+        Some(selection),
+        Some(temperature),
+        Some(protocol),
+        true,
+    ) = (
         repeats,
         default_repeats,
         selection,
         temperature,
+        protocol,
         errors.is_empty(),
-    ) else {
+    )
+    else {
         return Err(errors);
     };
     if repeats > 1000 || default_repeats > 1000 {
@@ -262,6 +290,7 @@ fn request_of(form: &RunForm) -> Result<RunRequest, Vec<String>> {
         seed,
         params: RunParams {
             temperature,
+            protocol,
             ..RunParams::default()
         },
         // The study's own instrument (the command line can pick another with --instrument).

@@ -9,6 +9,7 @@ pub mod error;
 pub mod exports;
 pub mod imports;
 pub mod report;
+mod report_groups;
 pub mod runs;
 pub mod studies;
 pub mod survey;

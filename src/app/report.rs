@@ -2,8 +2,10 @@
 //! and compute the statistics (`domain::report`).
 
 use super::error::{Error, Result};
+use super::report_groups as groups;
 use std::collections::HashMap;
 
+use crate::domain::groups::Member;
 use crate::domain::instrument::{Convention, Instrument};
 use crate::domain::measure::Measure;
 use crate::domain::provenance::{self, CohortSource, Provenance, RunSource, Software};
@@ -125,10 +127,10 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     if request.split.is_some() && !store::report::has_split(conn, study.id)? {
         return Err(Error::NoSplit(slug.to_owned()));
     }
-    let (humans, human_responses, human_rows) = if humans_answer_it {
+    let (humans, human_responses, human_rows, scored) = if humans_answer_it {
         humans(conn, &study, request, &factor_of, &key_of, &scorer)?
     } else {
-        (Vec::new(), Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new())
     };
     let (cohort_names, filter) = cohorts(conn, &study, request, instrument_id, &instrument)?;
     let epoch = request
@@ -136,7 +138,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true));
     let epoch = epoch.as_deref();
     let sources = run_sources(conn, &study, instrument_id, &cohort_names, &filter, epoch)?;
-    let (models, model_responses, model_rows) = model_inputs(
+    let (models, model_responses, model_rows, personas) = model_inputs(
         conn,
         &study,
         instrument_id,
@@ -200,6 +202,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     for (cohort, responses) in report.cohorts.iter_mut().zip(responses) {
         cohort.psychometrics = Some(psychometrics(&keying, &responses));
     }
+    report.groups = groups::comparisons(conn, &study, &instrument, &report, &scored, personas)?;
     report.provenance = Some(Provenance {
         software: Software::labelled(request.build_label.as_deref()),
         generated_at: request
@@ -406,6 +409,7 @@ fn humans(
     let mut humans = Vec::new();
     let mut responses = Vec::new();
     let mut lines = Vec::new();
+    let mut scored = Vec::new();
     let mut i = 0;
     while i < rows.len() {
         let (pid, situation) = (rows[i].0, rows[i].1);
@@ -453,6 +457,7 @@ fn humans(
                 &after_scores,
                 shown_after,
             ));
+            scored.push((pid, before_scores.clone(), after_scores.clone()));
             humans.push(HumanObservation {
                 factor,
                 before: before_scores,
@@ -460,11 +465,16 @@ fn humans(
             });
         }
     }
-    Ok((humans, responses, lines))
+    Ok((humans, responses, lines, scored))
 }
 
 /// The humans' observations, their responses and their canonical lines (see [`humans`]).
-type HumanParts = (Vec<HumanObservation>, Vec<Response>, Vec<String>);
+type HumanParts = (
+    Vec<HumanObservation>,
+    Vec<Response>,
+    Vec<String>,
+    Vec<groups::Scored>,
+);
 
 /// A situation as the provenance's lines name it: its key, "-" for none or one not in the set.
 fn situation_key(situation: Option<i64>, key_of: &HashMap<i64, String>) -> String {
@@ -562,15 +572,17 @@ fn model_inputs(
         .collect();
     let mut responses: Vec<Vec<Response>> = vec![Vec::new(); inputs.len()];
     let mut lines: Vec<Vec<String>> = vec![Vec::new(); inputs.len()];
+    let mut personas: Vec<Vec<Member>> = vec![Vec::new(); inputs.len()];
     for row in store::report::trials(conn, study.id, instrument_id, filter)? {
         let cohort = match filter {
             TrialFilter::Models(names) => names.iter().position(|m| *m == row.model),
             TrialFilter::Runs(ids) => ids.iter().position(|r| *r == row.run_id),
         };
-        let (Some(input), Some(answered), Some(read)) = (
+        let (Some(input), Some(answered), Some(read), Some(members)) = (
             cohort.and_then(|c| inputs.get_mut(c)),
             cohort.and_then(|c| responses.get_mut(c)),
             cohort.and_then(|c| lines.get_mut(c)),
+            cohort.and_then(|c| personas.get_mut(c)),
         ) else {
             continue;
         };
@@ -600,6 +612,36 @@ fn model_inputs(
             (TrialStatus::Done, Some(answers)) => scorer.score(&answers.0),
             _ => None,
         };
+        // A conversation's first questionnaire is its default measure (#17).
+        let before = match (&scores, &row.before_scores) {
+            (Some(_), Some(answers)) => scorer.score(&answers.0).map(|s| (s, answers.0.clone())),
+            _ => None,
+        };
+        if let (Some((before, _)), Some(after), Some(p)) = (&before, &scores, &row.persona) {
+            members.push(Member {
+                gender: p.0.gender.clone(),
+                age: p.0.age,
+                before: before.clone(),
+                after: after.clone(),
+            });
+        }
+        if let Some((before, answers)) = before {
+            answered.push(Response {
+                measure: Measure::Default,
+                answers,
+                scores: before.clone(),
+                shown: row.before_order.map(|o| o.0),
+                prompt: Some(Prompt {
+                    run: row.run_id.0,
+                    situation: None,
+                    repeat: row.repeat_index,
+                }),
+            });
+            input.trials.push(Trial {
+                condition: Condition::Default,
+                scores: Some(before),
+            });
+        }
         if let (Some(scores), Some(answers)) = (&scores, row.scores) {
             answered.push(Response {
                 measure: row.measure,
@@ -615,11 +657,16 @@ fn model_inputs(
         }
         input.trials.push(Trial { condition, scores });
     }
-    Ok((inputs, responses, lines))
+    Ok((inputs, responses, lines, personas))
 }
 
 /// The model cohorts, their responses and their canonical lines (see [`model_inputs`]).
-type ModelParts = (Vec<ModelInput>, Vec<Vec<Response>>, Vec<Vec<String>>);
+type ModelParts = (
+    Vec<ModelInput>,
+    Vec<Vec<Response>>,
+    Vec<Vec<String>>,
+    Vec<Vec<Member>>,
+);
 
 /// What the report page offers to choose from: the study's models (on the chosen instrument),
 /// its runs, the instruments its humans or runs answered, and whether it has a split.

@@ -9,15 +9,20 @@ use crate::config::Settings;
 use crate::domain::instrument::Instrument;
 use crate::domain::prompt::canonical_order;
 use crate::domain::prompt::{ChatMessage, Measure, Template, parse_custom_template, render};
-use crate::domain::run::{RunParams, Selection, TESTED_SET, plan_trials, trial_order};
+use crate::domain::protocol::{Persona, Protocol};
+use crate::domain::run::{
+    PersonaSeat, PlannedTrial, RunParams, Selection, TESTED_SET, plan_personas, plan_trials,
+    plan_within_session, trial_order,
+};
 use crate::llm::profiles::{self, RunManifest};
 use crate::store::Json;
 use crate::store::runs::{self, NewRun, NewTrial};
 use crate::store::situations::StoredSituation;
 use crate::store::studies::{self, Study};
 use crate::store::{
-    DbConnection, InstrumentId, RunId, SituationSetId, audit, instruments, situations,
+    DbConnection, InstrumentId, RunId, SituationSetId, audit, instruments, personas, situations,
 };
+use chrono::Datelike;
 
 /// A template by built-in name (`eb-code`, `paper`, `stability`) or a custom template file.
 pub fn resolve_template(name_or_file: &str) -> Result<Template> {
@@ -162,14 +167,44 @@ pub fn create(
             provider.kind.as_str()
         )));
     }
+    let protocol = req.params.protocol;
+    if protocol.is_conversation() && req.params.batch {
+        // A batch holds requests known in advance; a conversation's second request carries
+        // the model's first reply.
+        return Err(invalid(format!(
+            "--batch sends requests known in advance; the {protocol} protocol's second request \
+             needs the model's first reply: run it without --batch"
+        )));
+    }
     let template = resolve_template(&req.template)?;
+    if protocol.is_conversation() && matches!(template, Template::Custom(_)) {
+        return Err(invalid(format!(
+            "a custom template words the paper's separate prompts; the {protocol} protocol asks \
+             with the survey's own texts"
+        )));
+    }
     let study = study(conn, &req.study)?;
     let (instrument_id, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
+    if protocol == Protocol::Persona {
+        return create_persona(
+            conn,
+            settings,
+            req,
+            &study,
+            (instrument_id, instrument),
+            actor,
+        );
+    }
     let (set, chosen) = if req.repeats > 0 {
         select(conn, &study, &req.selection, &instrument)?
     } else {
         (study.situation_set_id, Vec::new())
     };
+    if protocol == Protocol::WithinSession && req.repeats == 0 {
+        return Err(invalid(
+            "a within-session run needs --repeats: conversations per situation",
+        ));
+    }
     if req.repeats > 0 && chosen.is_empty() {
         let scale = match instrument.target_emotion() {
             Some(e) => format!(" ({} takes {e} situations)", instrument.key),
@@ -186,64 +221,33 @@ pub fn create(
     // Seeds are stored as BIGINT: keep them in i64's positive range.
     let seed = req.seed.unwrap_or_else(|| u64::from(rand::random::<u32>())) & (i64::MAX as u64);
     let keys: Vec<&str> = chosen.iter().map(|s| s.situation.key.as_str()).collect();
-    let plan = plan_trials(
-        &keys,
-        req.repeats,
-        req.default_repeats,
+    let (plan, default_repeats) = match protocol {
+        Protocol::WithinSession => (
+            plan_within_session(&keys, req.repeats, seed, instrument.items.len()),
+            // The first questionnaire of each conversation is its default measure.
+            0,
+        ),
+        _ => (
+            plan_trials(
+                &keys,
+                req.repeats,
+                req.default_repeats,
+                seed,
+                instrument.items.len(),
+            ),
+            req.default_repeats,
+        ),
+    };
+    let trials = new_trials(&plan, &chosen);
+    let shape = Shape {
+        set,
+        template,
+        repeats: req.repeats,
+        default_repeats,
         seed,
-        instrument.items.len(),
-    );
-    let trials: Vec<NewTrial> = plan
-        .iter()
-        .map(|p| NewTrial {
-            measure: p.measure,
-            situation_id: p.situation.and_then(|i| chosen.get(i)).map(|s| s.id),
-            situation_key: p.situation_key.clone(),
-            repeat: i32::try_from(p.repeat).unwrap_or(i32::MAX),
-            item_order: Json(p.item_order.clone()),
-        })
-        .collect();
-    let mut params = req.params.clone();
-    if let Template::Custom(c) = &template {
-        params.custom_template = Some(c.clone());
-    }
-    let sent = profiles::plan(provider, &req.model, &params).map_err(invalid)?;
-    let notes = sent.notes.clone();
-    let manifest = RunManifest {
-        requested: params,
-        sent: Some(sent),
     };
-    let new = NewRun {
-        study_id: Some(study.id),
-        provider: provider.name.clone(),
-        model: req.model.trim().to_owned(),
-        instrument_id,
-        situation_set_id: set,
-        template: template.name(),
-        params: Json(Some(manifest)),
-        selection: serde_json::to_string(&req.selection).map_err(|e| invalid(e.to_string()))?,
-        repeats: i32::try_from(req.repeats).map_err(|_| invalid("too many repeats"))?,
-        default_repeats: i32::try_from(req.default_repeats)
-            .map_err(|_| invalid("too many default repeats"))?,
-        seed: seed as i64,
-    };
-    let run = conn.write_transaction(|conn| {
-        runs::upsert_provider(conn, provider)?;
-        let run = runs::create(conn, &new, &trials)?;
-        audit::record(
-            conn,
-            actor,
-            "run.create",
-            Some(&run.0.to_string()),
-            Some(&serde_json::json!({
-                "study": req.study,
-                "provider": req.provider,
-                "model": req.model,
-                "trials": trials.len(),
-            })),
-        )?;
-        Ok::<_, Error>(run)
-    })?;
+    let (new, notes) = new_run(provider, req, &study, instrument_id, shape)?;
+    let run = insert(conn, provider, req, &new, &trials, actor)?;
     let whole_set = matches!(
         req.selection,
         Selection::All | Selection::Tested | Selection::Set(_)
@@ -258,6 +262,185 @@ pub fn create(
         instrument: instrument.key,
         notes,
     })
+}
+
+/// The rows of planned trials over the run's situations.
+fn new_trials(plan: &[PlannedTrial], chosen: &[StoredSituation]) -> Vec<NewTrial> {
+    plan.iter()
+        .map(|p| NewTrial {
+            measure: p.measure,
+            situation_id: p.situation.and_then(|i| chosen.get(i)).map(|s| s.id),
+            situation_key: p.situation_key.clone(),
+            repeat: i32::try_from(p.repeat).unwrap_or(i32::MAX),
+            item_order: Json(p.item_order.clone()),
+            before_order: p.before_order.clone().map(Json),
+            persona: p.persona.clone().map(Json),
+        })
+        .collect()
+}
+
+/// What a run is made of besides its request.
+struct Shape {
+    set: Option<SituationSetId>,
+    template: Template,
+    repeats: u32,
+    default_repeats: u32,
+    seed: u64,
+}
+
+/// The run row and the notes on what its requests send.
+fn new_run(
+    provider: &crate::config::ProviderConfig,
+    req: &RunRequest,
+    study: &Study,
+    instrument_id: InstrumentId,
+    shape: Shape,
+) -> Result<(NewRun, Vec<String>)> {
+    let mut params = req.params.clone();
+    if let Template::Custom(c) = &shape.template {
+        params.custom_template = Some(c.clone());
+    }
+    let sent = profiles::plan(provider, &req.model, &params).map_err(invalid)?;
+    let notes = sent.notes.clone();
+    let protocol = params.protocol;
+    let manifest = RunManifest {
+        requested: params,
+        sent: Some(sent),
+    };
+    // A conversation is worded by the survey's texts, not a template: the column names the
+    // protocol, so lists and reports say how the run asked.
+    let template = if protocol.is_conversation() {
+        protocol.as_str().to_owned()
+    } else {
+        shape.template.name()
+    };
+    let new = NewRun {
+        study_id: Some(study.id),
+        provider: provider.name.clone(),
+        model: req.model.trim().to_owned(),
+        instrument_id,
+        situation_set_id: shape.set,
+        template,
+        params: Json(Some(manifest)),
+        selection: serde_json::to_string(&req.selection).map_err(|e| invalid(e.to_string()))?,
+        repeats: i32::try_from(shape.repeats).map_err(|_| invalid("too many repeats"))?,
+        default_repeats: i32::try_from(shape.default_repeats)
+            .map_err(|_| invalid("too many default repeats"))?,
+        seed: shape.seed as i64,
+    };
+    Ok((new, notes))
+}
+
+/// Stores the run and its trials with the audit entry, in one transaction.
+fn insert(
+    conn: &mut DbConnection,
+    provider: &crate::config::ProviderConfig,
+    req: &RunRequest,
+    new: &NewRun,
+    trials: &[NewTrial],
+    actor: &audit::Actor,
+) -> Result<RunId> {
+    conn.write_transaction(|conn| {
+        runs::upsert_provider(conn, provider)?;
+        let run = runs::create(conn, new, trials)?;
+        audit::record(
+            conn,
+            actor,
+            "run.create",
+            Some(&run.0.to_string()),
+            Some(&serde_json::json!({
+                "study": req.study,
+                "provider": req.provider,
+                "model": req.model,
+                "protocol": req.params.protocol,
+                "trials": trials.len(),
+            })),
+        )?;
+        Ok::<_, Error>(run)
+    })
+}
+
+/// A persona run: one conversation per completed participant of the study who answered the
+/// demographic questions, on the situation they saw, in the item orders they were shown.
+fn create_persona(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    req: &RunRequest,
+    study: &Study,
+    (instrument_id, instrument): (InstrumentId, Instrument),
+    actor: &audit::Actor,
+) -> Result<Created> {
+    let provider = settings.provider(&req.provider).map_err(invalid)?;
+    let set = study
+        .situation_set_id
+        .ok_or_else(|| invalid(format!("study {} has no situations", req.study)))?;
+    let situations = situations::list(conn, set)?;
+    let seats = persona_seats(conn, study, &situations, instrument.items.len())?;
+    if seats.is_empty() {
+        return Err(invalid(format!(
+            "study {} has no completed participant with demographic answers to take as a persona",
+            req.study
+        )));
+    }
+    let seed = req.seed.unwrap_or_else(|| u64::from(rand::random::<u32>())) & (i64::MAX as u64);
+    let plan = plan_personas(seats);
+    let trials = new_trials(&plan, &situations);
+    let shape = Shape {
+        set: Some(set),
+        template: Template::EbCode,
+        repeats: 1,
+        default_repeats: 0,
+        seed,
+    };
+    let (new, notes) = new_run(provider, req, study, instrument_id, shape)?;
+    let run = insert(conn, provider, req, &new, &trials, actor)?;
+    Ok(Created {
+        run,
+        trials: trials.len(),
+        seed,
+        scale_emotion: None,
+        instrument: instrument.key,
+        notes,
+    })
+}
+
+/// The study's participants as personas, each with the index of their situation in
+/// `situations` and the orders they were shown (canonical where none was stored, or the run
+/// uses another instrument than the one they answered).
+fn persona_seats(
+    conn: &mut DbConnection,
+    study: &Study,
+    situations: &[StoredSituation],
+    items: usize,
+) -> Result<Vec<PersonaSeat>> {
+    let order = |o: &Option<crate::store::columns::ItemOrder>| {
+        o.as_ref()
+            .map(|o| o.0.clone())
+            .filter(|o| o.len() == items)
+            .unwrap_or_else(|| canonical_order(items))
+    };
+    let mut seats = Vec::new();
+    for source in personas::sources(conn, study.id)? {
+        let Some(index) = situations.iter().position(|s| s.id == source.situation_id) else {
+            return Err(invalid(format!(
+                "participant {}'s situation is not in the study's situation set",
+                source.export_id
+            )));
+        };
+        let year = source.completed_at.unwrap_or(source.created_at).year();
+        let persona = Persona::from_json(&source.export_id, &source.demographics.0, year);
+        if persona.is_empty() {
+            continue;
+        }
+        seats.push(PersonaSeat {
+            persona,
+            situation: index,
+            situation_key: situations[index].situation.key.clone(),
+            before_order: order(&source.order_default),
+            after_order: order(&source.order_evoked),
+        });
+    }
+    Ok(seats)
 }
 
 /// The notes `create` would give for this request, without making the run: a form shows them

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use emotionbench::Settings;
 use emotionbench::app::runs::{self as setup, RunAction};
+use emotionbench::domain::protocol::Protocol;
 use emotionbench::domain::run::{RunParams, Selection};
 use emotionbench::llm::runner::{Worker, WorkerOptions};
 use emotionbench::store::audit::Actor;
@@ -78,6 +79,13 @@ pub struct RunArgs {
     /// 24 h). A worker that stops meanwhile is replaced by one that collects the same batch.
     #[arg(long)]
     pub batch: bool,
+    /// paper: separate prompts per measure (with --template); within-session: the
+    /// questionnaire, the situation and the questionnaire again in one conversation, as the
+    /// participants did (--repeats conversations per situation); persona: that conversation
+    /// once per completed participant of the study, as that person (gender, age, country,
+    /// employment, education), on their situation and in their item orders.
+    #[arg(long, value_enum, default_value = "paper")]
+    pub protocol: Protocol,
     /// Only create the run (workers pick it up); do not work it here.
     #[arg(long)]
     pub detach: bool,
@@ -238,6 +246,7 @@ pub fn run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
             fresh: args.fresh,
             max_cost_micros: args.max_cost.map(usd_to_micros).transpose()?,
             batch: args.batch,
+            protocol: args.protocol,
         },
     };
     let pool = db::writing(&settings)?;
@@ -465,6 +474,7 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
     }
     println!("provider:   {} / model {}", r.provider, r.model);
     println!("template:   {}", r.template);
+    println!("protocol:   {} ({})", r.protocol(), r.protocol().describe());
     println!("params:     {}", r.params.to_text()?);
     if let Some(limit) = r
         .params

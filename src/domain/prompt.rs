@@ -114,7 +114,7 @@ pub struct ChatMessage {
 }
 
 impl ChatMessage {
-    fn new(role: &str, content: String) -> Self {
+    pub fn new(role: &str, content: String) -> Self {
         Self {
             role: role.to_owned(),
             content,
@@ -202,19 +202,30 @@ pub fn render(
 /// `"1. text\n2. text..."` in display order, or `BadOrder` unless the order is a permutation of
 /// the instrument's item numbers.
 fn item_lines(instrument: &Instrument, display_order: &[u32]) -> Result<String, PromptError> {
-    if display_order.len() != instrument.items.len() {
-        return Err(PromptError::BadOrder);
-    }
-    let mut seen = HashSet::with_capacity(display_order.len());
+    check_order(instrument, display_order)?;
     let mut lines = Vec::with_capacity(display_order.len());
     for (position, &number) in (1u64..).zip(display_order) {
-        if !seen.insert(number) {
-            return Err(PromptError::BadOrder);
-        }
         let item = instrument.item(number).ok_or(PromptError::BadOrder)?;
         lines.push(format!("{position}. {}", item.text));
     }
     Ok(lines.join("\n"))
+}
+
+/// `BadOrder` unless the order is a permutation of the instrument's item numbers.
+pub(crate) fn check_order(
+    instrument: &Instrument,
+    display_order: &[u32],
+) -> Result<(), PromptError> {
+    if display_order.len() != instrument.items.len() {
+        return Err(PromptError::BadOrder);
+    }
+    let mut seen = HashSet::with_capacity(display_order.len());
+    for &number in display_order {
+        if !seen.insert(number) || instrument.item(number).is_none() {
+            return Err(PromptError::BadOrder);
+        }
+    }
+    Ok(())
 }
 
 /// The situation filled into upstream's `SCENARIO` placeholder.

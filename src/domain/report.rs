@@ -183,6 +183,10 @@ pub struct Report {
     /// Methods and provenance (software, generation time, each cohort's runs, the humans
     /// included and excluded): read from the store by `app::report`, so `None` from [`build`].
     pub provenance: Option<super::provenance::Provenance>,
+    /// Persona runs (#17) against the humans by gender and by age band (`domain::groups`):
+    /// read from the store by `app::report`, so empty from [`build`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<super::groups::GroupComparison>,
 }
 
 /// One row of a comparison of two prompt variants: the change under each and the difference.
@@ -525,6 +529,7 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
         alignment_method: aligned.method,
         comparison,
         provenance: None,
+        groups: Vec::new(),
     }
 }
 

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::prompt::{CustomTemplate, Measure, shuffled_order, trial_seed};
+use super::protocol::{Persona, Protocol};
 use super::situation::Situation;
 
 /// Gives a stored enum `as_str`, `parse` (exactly what `as_str` writes) and `Display`.
@@ -122,6 +123,14 @@ pub struct RunParams {
     /// Batches): about half the price, answers within the provider's window instead of at once.
     #[serde(default, skip_serializing_if = "is_false")]
     pub batch: bool,
+    /// How the questions are asked: the paper's separate prompts, or a conversation that
+    /// mirrors a participant's session (#17). Runs made before protocols are `paper`.
+    #[serde(default, skip_serializing_if = "is_paper")]
+    pub protocol: Protocol,
+}
+
+fn is_paper(p: &Protocol) -> bool {
+    *p == Protocol::Paper
 }
 
 fn is_false(b: &bool) -> bool {
@@ -140,6 +149,7 @@ impl Default for RunParams {
             fresh: false,
             max_cost_micros: None,
             batch: false,
+            protocol: Protocol::Paper,
         }
     }
 }
@@ -247,6 +257,10 @@ pub struct PlannedTrial {
     pub repeat: u32,
     /// Item numbers in display order.
     pub item_order: Vec<u32>,
+    /// A conversation's first questionnaire (within-session, persona): its display order.
+    pub before_order: Option<Vec<u32>>,
+    /// Who a persona trial answers as.
+    pub persona: Option<Persona>,
 }
 
 /// The item order of one trial: a permutation seeded from the run seed and the trial identity,
@@ -280,6 +294,8 @@ pub fn plan_trials(
             situation_key: String::new(),
             repeat,
             item_order: trial_order(run_seed, Measure::Default, "", repeat, items),
+            before_order: None,
+            persona: None,
         });
     }
     for (index, key) in situation_keys.iter().enumerate() {
@@ -290,10 +306,63 @@ pub fn plan_trials(
                 situation_key: (*key).to_owned(),
                 repeat,
                 item_order: trial_order(run_seed, Measure::Evoked, key, repeat, items),
+                before_order: None,
+                persona: None,
             });
         }
     }
     out
+}
+
+/// The trials of a within-session run: `repeats` conversations per situation, each an evoked
+/// trial whose first questionnaire has its own seeded order (the default measure's order for
+/// the same key and repeat), as each participant got their own two orders.
+pub fn plan_within_session(
+    situation_keys: &[&str],
+    repeats: u32,
+    run_seed: u64,
+    items: usize,
+) -> Vec<PlannedTrial> {
+    let mut out = plan_trials(situation_keys, repeats, 0, run_seed, items);
+    for t in &mut out {
+        t.before_order = Some(trial_order(
+            run_seed,
+            Measure::Default,
+            &t.situation_key,
+            t.repeat,
+            items,
+        ));
+    }
+    out
+}
+
+/// One human participant for a persona run: who they are, the situation they saw (an index
+/// into the run's situations, and its key) and the two item orders they were shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonaSeat {
+    pub persona: Persona,
+    pub situation: usize,
+    pub situation_key: String,
+    pub before_order: Vec<u32>,
+    pub after_order: Vec<u32>,
+}
+
+/// The trials of a persona run: one conversation per participant, in the order given, with
+/// that participant's situation and orders; the repeat index numbers the participants (it is
+/// part of the trial's seed and cache address).
+pub fn plan_personas(seats: Vec<PersonaSeat>) -> Vec<PlannedTrial> {
+    (0u32..)
+        .zip(seats)
+        .map(|(repeat, seat)| PlannedTrial {
+            measure: Measure::Evoked,
+            situation: Some(seat.situation),
+            situation_key: seat.situation_key,
+            repeat,
+            item_order: seat.after_order,
+            before_order: Some(seat.before_order),
+            persona: Some(seat.persona),
+        })
+        .collect()
 }
 
 /// The cost in millionths of a dollar of some tokens at prices per million tokens.
@@ -551,6 +620,37 @@ mod tests {
             plan[0].item_order,
             plan_trials(&[], 0, 1, 43, 20)[0].item_order
         );
+    }
+
+    #[test]
+    fn within_session_trials_are_evoked_with_their_own_first_order() {
+        let plan = plan_within_session(&["a", "b"], 2, 7, 20);
+        assert_eq!(plan.len(), 4);
+        for t in &plan {
+            assert_eq!(t.measure, Measure::Evoked);
+            let before = t.before_order.clone().unwrap();
+            assert_eq!(
+                before,
+                trial_order(7, Measure::Default, &t.situation_key, t.repeat, 20)
+            );
+            assert_ne!(before, t.item_order);
+        }
+        let seat = |n: &str, s: usize| PersonaSeat {
+            persona: Persona {
+                participant: n.into(),
+                ..Persona::default()
+            },
+            situation: s,
+            situation_key: format!("k{s}"),
+            before_order: vec![2, 1],
+            after_order: vec![1, 2],
+        };
+        let p = plan_personas(vec![seat("x", 1), seat("y", 1)]);
+        assert_eq!(p.len(), 2);
+        assert_eq!((p[0].repeat, p[1].repeat), (0, 1));
+        assert_eq!(p[1].persona.as_ref().unwrap().participant, "y");
+        assert_eq!(p[0].before_order, Some(vec![2, 1]));
+        assert_eq!(p[0].item_order, vec![1, 2]);
     }
 
     #[test]

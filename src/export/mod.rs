@@ -14,6 +14,7 @@ pub mod alignment;
 pub mod cells;
 pub mod charts;
 pub mod finetune;
+pub mod groups;
 pub mod picks;
 pub mod psychometrics;
 pub mod report;

@@ -330,6 +330,13 @@ pub fn markdown(report: &Report) -> String {
         out.push_str(&format!("\n## {}\n\n", md(title)));
         markdown_numbered(&mut out, t);
     }
+    if let Some(note) = crate::export::groups::note(report) {
+        out.push_str(&format!("\n## By demographic group\n\n{}\n", md(&note)));
+        for t in crate::export::groups::tables(report) {
+            out.push('\n');
+            markdown_numbered(&mut out, &t);
+        }
+    }
     out.push_str("\n## Per factor\n");
     for t in &tables.factors {
         out.push('\n');
@@ -604,6 +611,9 @@ pub struct View {
     /// The alignment block's notes and tables (`export::alignment`).
     pub alignment_notes: Vec<String>,
     pub alignment: Vec<crate::export::alignment::Table>,
+    /// Persona runs by gender and age band (`export::groups`): the note and the tables.
+    pub groups_note: Option<String>,
+    pub groups: Vec<Numbered>,
     pub counts: Vec<String>,
     pub mode: String,
     pub unit: String,
@@ -623,6 +633,8 @@ pub fn view(report: &Report) -> Result<View, RenderError> {
         summaries: report.alignment.iter().map(|a| a.summary.clone()).collect(),
         alignment_notes: crate::export::alignment::notes(report),
         alignment: crate::export::alignment::tables(report),
+        groups_note: crate::export::groups::note(report),
+        groups: crate::export::groups::tables(report),
         counts: report
             .cohorts
             .iter()

@@ -15,7 +15,8 @@ use crate::config::Settings;
 use crate::domain::distribution::answer_distributions;
 use crate::domain::instrument::Instrument;
 use crate::domain::parse::{ParseSpec, parse_reply};
-use crate::domain::prompt::{Template, render, trial_seed};
+use crate::domain::prompt::{ChatMessage, Template, render, trial_seed};
+use crate::domain::protocol::{self, Protocol};
 use crate::domain::run::cost_micros;
 use crate::store::cache::{self, CacheAddress, CacheEntry};
 use crate::store::columns::Json;
@@ -88,7 +89,10 @@ struct RunContext {
     run: runs::Run,
     provider: Arc<Provider>,
     instrument: Instrument,
-    template: Template,
+    /// The wording of a `paper` run's prompts; None for a conversation (its texts are the
+    /// survey's own, `domain::protocol`).
+    template: Option<Template>,
+    protocol: Protocol,
     /// What every request of the run carries.
     sent: SentParams,
     /// Situation key -> text.
@@ -226,9 +230,11 @@ impl Worker {
         let fresh = params.fresh;
         let budgeted = params.max_cost_micros.is_some();
         let batch = params.batch;
+        let protocol = params.protocol;
         let template = match (Template::builtin(&r.template), &params.custom_template) {
-            (Some(t), _) => t,
-            (None, Some(c)) => Template::Custom(c.clone()),
+            _ if protocol.is_conversation() => None,
+            (Some(t), _) => Some(t),
+            (None, Some(c)) => Some(Template::Custom(c.clone())),
             (None, None) => {
                 return Err(RunnerError::Unusable(
                     id,
@@ -249,6 +255,7 @@ impl Worker {
             provider,
             instrument,
             template,
+            protocol,
             sent,
             situations,
             fresh,
@@ -412,6 +419,7 @@ impl Worker {
                 method: None,
                 distributions: None,
                 cached: false,
+                before_scores: None,
             },
         )?;
         Ok(())
@@ -437,18 +445,54 @@ impl Worker {
             min: ctx.instrument.min,
             max: ctx.instrument.max,
         };
+        let mut tally = Tally::default();
+        let mut body = prepared.body;
+        if let Some(turns) = &prepared.conversation {
+            // The first questionnaire must read before the situation is shown: its reply is
+            // part of the second request, as a participant's answers were theirs when they
+            // read the situation.
+            let before = ParseSpec {
+                display_order: &turns.before_order,
+                ..spec
+            };
+            let first = Ask {
+                body: &body,
+                repeat: trial.repeat_index,
+                spec: &before,
+                first_turn: true,
+            };
+            let Some(answer) = self.ask(ctx, id, &first, &mut tally)? else {
+                return Ok(());
+            };
+            let messages = protocol::conversation(&turns.first, &answer.text, &turns.second);
+            body = request_of(ctx, trial, &messages);
+            tally.next_turn(&answer.scores);
+        }
         let ask = Ask {
-            body: &prepared.body,
+            body: &body,
             repeat: trial.repeat_index,
             spec: &spec,
+            first_turn: false,
         };
-        let mut tally = Tally::default();
+        self.ask(ctx, id, &ask, &mut tally).map(|_| ())
+    }
+
+    /// Asks until the reply reads or the trial is over: the first turn's answer, or None
+    /// (the trial is done, failed, released or its lease lost).
+    fn ask(
+        &self,
+        ctx: &RunContext,
+        id: TrialId,
+        ask: &Ask<'_>,
+        tally: &mut Tally,
+    ) -> Result<Option<FirstAnswer>, RunnerError> {
         loop {
-            match self.attempt(ctx, id, &ask, &mut tally)? {
-                Attempted::Over => return Ok(()),
+            match self.attempt(ctx, id, ask, tally)? {
+                Attempted::Over => return Ok(None),
+                Attempted::Answered(answer) => return Ok(Some(answer)),
                 Attempted::Failed(failed) => {
-                    if !self.after_failure(ctx, id, &mut tally, failed)? {
-                        return Ok(());
+                    if !self.after_failure(ctx, id, tally, failed)? {
+                        return Ok(None);
                     }
                 }
             }
@@ -478,6 +522,7 @@ impl Worker {
             }
         }
         tally.cached = false;
+        tally.paid = true;
         let estimate = estimate_tokens(body, ctx.sent.max_tokens);
         let wait = ctx.provider.reserve(estimate);
         if !self.sleep(wait, Some(id)) {
@@ -576,6 +621,8 @@ impl Worker {
             &c.finish_reason,
             &c.model_version,
         );
+        tally.cached_tokens.0 += c.input_tokens.unwrap_or(0);
+        tally.cached_tokens.1 += c.output_tokens.unwrap_or(0);
         let ok = CallOk {
             http_status: u16::try_from(hit.http_status).unwrap_or(200),
             body: hit.reply,
@@ -623,6 +670,12 @@ impl Worker {
                         reply: ok.body.clone(),
                     };
                     cache::put(&mut conn, &entry, ctx.fresh)?;
+                }
+                if ask.first_turn {
+                    return Ok(Attempted::Answered(FirstAnswer {
+                        text,
+                        scores: parsed.scores,
+                    }));
                 }
                 let scores = serde_json::to_string(&parsed.scores).ok();
                 let mut done = tally.outcome(ctx, true, Some(text), scores, None, Some(latency));
@@ -775,13 +828,34 @@ struct Ask<'a> {
     body: &'a str,
     repeat: i32,
     spec: &'a ParseSpec<'a>,
+    /// The first questionnaire of a conversation: a reply that reads is handed back for the
+    /// second request instead of ending the trial.
+    first_turn: bool,
+}
+
+/// A conversation's first questionnaire, answered.
+struct FirstAnswer {
+    /// The reply as the model wrote it (it goes back into the conversation).
+    text: String,
+    /// In canonical item order.
+    scores: Vec<i32>,
 }
 
 /// A trial's request, ready to send.
 struct Prepared {
-    /// The item order shown to the model.
+    /// The item order shown to the model (the second questionnaire's, in a conversation).
     order: Vec<u32>,
+    /// The first request's body.
     body: String,
+    /// The rest of a conversation (within-session, persona).
+    conversation: Option<Turns>,
+}
+
+/// What a conversation needs after its first reply.
+struct Turns {
+    before_order: Vec<u32>,
+    first: Vec<ChatMessage>,
+    second: ChatMessage,
 }
 
 /// The request body of a trial, from its stored order, measure and situation; `Err` says why
@@ -790,23 +864,59 @@ fn prepare(ctx: &RunContext, trial: &Trial) -> Result<Prepared, String> {
     let order = trial.item_order.0.clone();
     let measure = trial.measure;
     let situation = ctx.situations.get(&trial.situation_key).map(String::as_str);
-    let messages = render(&ctx.instrument, &ctx.template, measure, situation, &order)
-        .map_err(|e| e.to_string())?;
+    if ctx.protocol.is_conversation() {
+        let before_order = trial
+            .before_order
+            .as_ref()
+            .map(|o| o.0.clone())
+            .ok_or("a conversation's trial has no first questionnaire order")?;
+        let situation = situation.ok_or("the trial's situation is not in the run's set")?;
+        let persona = trial.persona.as_ref().map(|p| &p.0);
+        if ctx.protocol == Protocol::Persona && persona.is_none() {
+            return Err("a persona trial has no persona".into());
+        }
+        let first = protocol::first_turn(&ctx.instrument, &before_order, persona)
+            .map_err(|e| e.to_string())?;
+        let second =
+            protocol::second_turn(&ctx.instrument, situation, &order).map_err(|e| e.to_string())?;
+        let body = request_of(ctx, trial, &first);
+        return Ok(Prepared {
+            order,
+            body,
+            conversation: Some(Turns {
+                before_order,
+                first,
+                second,
+            }),
+        });
+    }
+    let template = ctx.template.as_ref().ok_or("the run has no template")?;
+    let messages =
+        render(&ctx.instrument, template, measure, situation, &order).map_err(|e| e.to_string())?;
+    let body = request_of(ctx, trial, &messages);
+    Ok(Prepared {
+        order,
+        body,
+        conversation: None,
+    })
+}
+
+/// The request body with these messages; every request of a trial carries the trial's seed.
+fn request_of(ctx: &RunContext, trial: &Trial, messages: &[ChatMessage]) -> String {
     let seed = trial_seed(
         ctx.run.seed as u64,
-        measure,
+        trial.measure,
         &trial.situation_key,
         u32::try_from(trial.repeat_index).unwrap_or(0),
     );
-    let body = wire::request_body(
+    wire::request_body(
         ctx.provider.config.kind,
         &ctx.run.model,
-        &messages,
+        messages,
         &ctx.sent,
         seed,
     )
-    .to_string();
-    Ok(Prepared { order, body })
+    .to_string()
 }
 
 /// Counts over the attempts of one trial.
@@ -827,6 +937,12 @@ struct Tally {
     cached: bool,
     /// The reply came through the provider's batch API: billed at the batch price.
     batched: bool,
+    /// A request of the trial reached the provider (its answer is not all from the cache).
+    paid: bool,
+    /// Tokens of the replies read from the cache (recorded, not paid for).
+    cached_tokens: (i64, i64),
+    /// A conversation's first questionnaire answers (JSON, canonical order).
+    before_scores: Option<String>,
 }
 
 impl Tally {
@@ -851,6 +967,15 @@ impl Tally {
         self.model_version = model.clone().or(self.model_version.take());
     }
 
+    /// The first turn of a conversation read: the second starts with its own attempt counts
+    /// (each request gets `max_attempts` and `max_parse_attempts`), the tokens add up.
+    fn next_turn(&mut self, before: &[i32]) {
+        self.sent = 0;
+        self.parse_failures = 0;
+        self.transient = 0;
+        self.before_scores = serde_json::to_string(before).ok();
+    }
+
     /// The token totals: 0 before any reply, unknown once a reply did not say.
     fn tokens(&self) -> (Option<i64>, Option<i64>) {
         if self.replies == 0 {
@@ -871,18 +996,20 @@ impl Tally {
     ) -> TrialOutcome {
         let config = &ctx.provider.config;
         let (input, output) = self.tokens();
+        let cached = self.cached && !self.paid;
         let cost = match (input, output) {
             // Nothing was paid for an answer read from the cache.
-            _ if self.cached => Some(0),
+            _ if cached => Some(0),
             (Some(i), Some(o)) => {
                 let factor = if self.batched {
                     super::batch::BATCH_PRICE_FACTOR
                 } else {
                     1.0
                 };
+                // Replies read from the cache (one turn of a conversation) were not paid for.
                 cost_micros(
-                    i,
-                    o,
+                    i - self.cached_tokens.0,
+                    o - self.cached_tokens.1,
                     config.price_input_per_mtok.map(|p| p * factor),
                     config.price_output_per_mtok.map(|p| p * factor),
                 )
@@ -907,7 +1034,8 @@ impl Tally {
             model_version: self.model_version.clone(),
             method: None,
             distributions: None,
-            cached: self.cached,
+            cached,
+            before_scores: self.before_scores.clone(),
         }
     }
 
@@ -934,6 +1062,8 @@ impl Tally {
 enum Attempted {
     /// The trial is over for this worker: done, released, or its lease lost.
     Over,
+    /// A conversation's first questionnaire read (the trial goes on).
+    Answered(FirstAnswer),
     Failed(Failed),
 }
 

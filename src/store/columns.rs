@@ -103,6 +103,10 @@ impl JsonValue for serde_json::Map<String, serde_json::Value> {
 /// A participant's demographic answers: field name -> answer (a JSON object).
 pub type DemographicAnswers = Json<serde_json::Map<String, serde_json::Value>>;
 
+impl JsonValue for crate::domain::protocol::Persona {
+    const WHAT: &'static str = "persona";
+}
+
 impl JsonValue for Distributions {
     const WHAT: &'static str = "answer distributions";
 }

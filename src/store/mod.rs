@@ -13,6 +13,7 @@ pub mod model_runs;
 pub mod monitor;
 pub mod participants;
 mod pg_pages;
+pub mod personas;
 pub mod report;
 pub mod runs;
 pub mod schema;

@@ -3,11 +3,13 @@
 
 use diesel::prelude::*;
 
+use super::columns::Json;
 use super::schema::{model_runs, model_trials, participants, responses};
 use super::{
     DbConnection, InstrumentId, ItemOrder, ParticipantId, RunId, Scores, SituationId, StudyId,
 };
 use crate::domain::measure::Measure;
+use crate::domain::protocol::Persona;
 use crate::domain::run::TrialStatus;
 use crate::domain::split::Side;
 use crate::domain::survey::ParticipantStatus;
@@ -97,6 +99,12 @@ pub struct TrialRow {
     pub repeat_index: i32,
     /// The items in the order shown (the item-position effect).
     pub item_order: ItemOrder,
+    /// A conversation's first questionnaire (within-session, persona; #17): its answers and
+    /// the order shown.
+    pub before_scores: Option<Scores>,
+    pub before_order: Option<ItemOrder>,
+    /// Who a persona trial answered as.
+    pub persona: Option<Json<Persona>>,
 }
 
 /// The finished (`done` or `failed`) trials of a study's runs on an instrument, selected by
@@ -131,6 +139,9 @@ pub fn trials(
             model_trials::scores,
             model_trials::repeat_index,
             model_trials::item_order,
+            model_trials::before_scores,
+            model_trials::before_order,
+            model_trials::persona,
         ))
         .load(conn)
 }

@@ -21,6 +21,7 @@ use super::{
 use crate::config::ProviderConfig;
 pub use crate::domain::distribution::Distributions;
 pub use crate::domain::prompt::Measure;
+pub use crate::domain::protocol::{Persona, Protocol};
 pub use crate::domain::run::{ErrorClass, RunManifest, RunStatus, TrialMethod, TrialStatus};
 
 /// The `model_runs.params` column.
@@ -53,6 +54,10 @@ pub struct NewTrial {
     pub repeat: i32,
     /// Display position -> item number.
     pub item_order: ItemOrder,
+    /// The first questionnaire's order of a conversation (within-session, persona).
+    pub before_order: Option<ItemOrder>,
+    /// Who a persona trial answers as.
+    pub persona: Option<Json<Persona>>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
@@ -85,6 +90,15 @@ impl Run {
     pub fn is_active(&self) -> bool {
         self.status.is_active()
     }
+
+    /// How the run asked (#17): `paper` for runs made before protocols and imported runs.
+    pub fn protocol(&self) -> Protocol {
+        self.params
+            .0
+            .as_ref()
+            .map(|m| m.requested.protocol)
+            .unwrap_or_default()
+    }
 }
 
 /// A trial as a worker needs it.
@@ -100,6 +114,9 @@ pub struct Trial {
     pub status: TrialStatus,
     pub attempts: i32,
     pub item_order: ItemOrder,
+    /// Set for a conversation's trial: the order of its first questionnaire.
+    pub before_order: Option<ItemOrder>,
+    pub persona: Option<Json<Persona>>,
 }
 
 /// A trial with its outcome, for `runs show` and tests.
@@ -132,6 +149,11 @@ pub struct TrialRecord {
     pub distributions: Option<Json<Distributions>>,
     /// The answer came from the response cache: no request was sent for it.
     pub cached: bool,
+    /// A persona trial's profile (#17).
+    pub persona: Option<Json<Persona>>,
+    /// A conversation's first questionnaire: its order and its answers (canonical order).
+    pub before_order: Option<ItemOrder>,
+    pub before_scores: Option<Scores>,
 }
 
 /// One recorded attempt.
@@ -260,6 +282,8 @@ pub fn create(
                         model_trials::item_order.eq(&tr.item_order),
                         model_trials::created_at.eq(t),
                         model_trials::updated_at.eq(t),
+                        model_trials::before_order.eq(&tr.before_order),
+                        model_trials::persona.eq(&tr.persona),
                     )
                 })
                 .collect();
@@ -843,6 +867,8 @@ pub struct TrialOutcome {
     pub method: Option<TrialMethod>,
     pub distributions: Option<Json<Distributions>>,
     pub cached: bool,
+    /// JSON scores of a conversation's first questionnaire.
+    pub before_scores: Option<String>,
 }
 
 /// Ends a trial if this owner still holds it; false means the result was discarded because
@@ -884,6 +910,7 @@ pub fn finish_trial(
                 model_trials::method.eq(o.method),
                 model_trials::distributions.eq(&o.distributions),
                 model_trials::cached.eq(o.cached),
+                model_trials::before_scores.eq(&o.before_scores),
             ),
         ))
         .execute(conn)?;

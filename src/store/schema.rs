@@ -301,6 +301,9 @@ diesel::table! {
         method -> Nullable<Text>,
         distributions -> Nullable<Text>,
         cached -> Bool,
+        persona -> Nullable<Text>,
+        before_order -> Nullable<Text>,
+        before_scores -> Nullable<Text>,
     }
 }
 

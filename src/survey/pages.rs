@@ -9,6 +9,7 @@ use askama::Template;
 use super::context::{SurveyContext, prolific_completion_url};
 use crate::app::survey::{self, PageForm, Posted};
 use crate::domain::instrument::Instrument;
+use crate::domain::protocol;
 use crate::domain::survey::{
     ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field, reminder,
 };
@@ -151,6 +152,8 @@ fn situation_reminder(text: Option<&str>) -> Option<(String, Option<String>)> {
 #[template(path = "survey/situation.html")]
 struct SituationPage {
     frame: Frame,
+    heading: &'static str,
+    intro: &'static str,
     text: String,
     min_seconds: i32,
 }
@@ -188,23 +191,6 @@ struct WithdrawPage {
     back: String,
 }
 
-const BEFORE_INSTRUCTIONS: &str = "This scale consists of a number of words that describe \
-different feelings and emotions. Read each item and then choose the answer that fits. \
-Indicate to what extent you feel this way right now, that is, at the present moment.";
-
-/// Before the situation, for instruments other than PANAS (whose items are statements, not
-/// single feeling words).
-const BEFORE_INSTRUCTIONS_STATEMENTS: &str = "Read each statement and choose the answer that \
-fits how you feel right now, that is, at the present moment.";
-
-/// Added when the instrument's items carry their own options (BDI: groups of statements).
-const OWN_OPTIONS_INSTRUCTIONS: &str = " Each group below lists statements: choose the one \
-that fits best.";
-
-const AFTER_INSTRUCTIONS: &str = "Now imagine that you are the person in the situation you \
-just read. Read each item and choose the answer that fits: to what extent do you feel this \
-way now, imagining yourself in that situation?";
-
 fn choices(instrument: &Instrument, number: u32, chosen: Option<i32>) -> Vec<Choice> {
     let own = instrument
         .item(number)
@@ -222,10 +208,7 @@ fn choices(instrument: &Instrument, number: u32, chosen: Option<i32>) -> Vec<Cho
         None => (instrument.min..=instrument.max)
             .map(|v| Choice {
                 value: v.to_string(),
-                label: match instrument.label_for(v) {
-                    Some(l) => format!("{v} – {l}"),
-                    None => v.to_string(),
-                },
+                label: protocol::answer_label(instrument, v),
                 checked: chosen == Some(v),
             })
             .collect(),
@@ -233,16 +216,7 @@ fn choices(instrument: &Instrument, number: u32, chosen: Option<i32>) -> Vec<Cho
 }
 
 fn instructions(instrument: &Instrument, before: bool) -> String {
-    let mut text = match (before, instrument.key.eq_ignore_ascii_case("PANAS")) {
-        (true, true) => BEFORE_INSTRUCTIONS,
-        (true, false) => BEFORE_INSTRUCTIONS_STATEMENTS,
-        (false, _) => AFTER_INSTRUCTIONS,
-    }
-    .to_owned();
-    if instrument.items.iter().any(|i| !i.options.is_empty()) {
-        text.push_str(OWN_OPTIONS_INSTRUCTIONS);
-    }
-    text
+    protocol::questionnaire_instructions(instrument, before)
 }
 
 fn questionnaire(
@@ -297,9 +271,9 @@ fn questionnaire(
     QuestionnairePage {
         frame: Frame::new(ctx, page, csrf),
         heading: if before {
-            "How do you feel right now?"
+            protocol::BEFORE_HEADING
         } else {
-            "How do you feel, imagining yourself in that situation?"
+            protocol::AFTER_HEADING
         },
         instructions: instructions(inst, before),
         items,
@@ -534,6 +508,8 @@ pub(super) async fn show(
         })?;
         render(SituationPage {
             frame: Frame::new(&ctx, current, &csrf),
+            heading: protocol::SITUATION_HEADING,
+            intro: protocol::SITUATION_INTRO,
             text,
             min_seconds: ctx.study.min_situation_seconds,
         })?

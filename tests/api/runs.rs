@@ -246,6 +246,7 @@ fn claims_never_hand_out_a_trial_twice_and_expired_leases_return(db: TestDb) {
         method: None,
         distributions: None,
         cached: false,
+        before_scores: None,
     };
     assert!(runs::finish_trial(&mut conn, run, done, "a", &outcome).unwrap());
     std::thread::sleep(Duration::from_millis(400));

@@ -204,6 +204,7 @@ impl Worker {
             body: &prepared.body,
             repeat: t.repeat_index,
             spec: &spec,
+            first_turn: false,
         };
         let attempts = u32::try_from(t.attempts).unwrap_or(u32::MAX);
         let mut tally = Tally {
@@ -221,7 +222,9 @@ impl Worker {
                     &c.model_version,
                 );
                 match self.on_reply(ctx, t.id, t.attempts, ok, latency, &ask, &tally)? {
-                    Attempted::Over => return Ok(()),
+                    // A batch never holds a conversation's first turn (refused when the run is
+                    // made), so no answer comes back for a second request.
+                    Attempted::Over | Attempted::Answered(_) => return Ok(()),
                     Attempted::Failed(f) => f,
                 }
             }
