@@ -315,22 +315,24 @@ pub fn open_page(
         let show = requested.filter(|p| !p.is_terminal());
         let at = now();
         let found = match key {
-            SessionKey::Owner(k) => pg_pages::OpenPage::<pg_pages::PublicId>::new(
+            SessionKey::Owner(k) => pg_pages::OpenPage::<pg_pages::PublicId, Participant>::new(
                 study_id,
                 k.clone(),
                 show,
                 with_text,
                 at,
             )
-            .run(c),
-            SessionKey::Resumed(k) => pg_pages::OpenPage::<pg_pages::ResumeId>::new(
+            .get_result(c)
+            .optional(),
+            SessionKey::Resumed(k) => pg_pages::OpenPage::<pg_pages::ResumeId, Participant>::new(
                 study_id,
                 k.clone(),
                 show,
                 with_text,
                 at,
             )
-            .run(c),
+            .get_result(c)
+            .optional(),
         };
         return match found {
             // A row that does not decode is named by the plain lookup's error.
@@ -463,11 +465,13 @@ fn pg_submit(
                 id: participant,
                 at: t,
             };
-            Submit::new(participant, from, to, t, None, stores).run(conn)
+            Submit::<_, Participant>::new(participant, from, to, t, None, stores)
+                .get_result(conn)
+                .optional()
         }
         Effect::Demographics(d) => {
             let json = demographics_json(d);
-            Submit::new(
+            Submit::<_, Participant>::new(
                 participant,
                 from,
                 to,
@@ -475,15 +479,20 @@ fn pg_submit(
                 reserve,
                 pg_pages::Demographics(json),
             )
-            .run(conn)
+            .get_result(conn)
+            .optional()
         }
         Effect::Answers { phase, answers } => {
             let stores = pg_pages::Answers::new(phase, &answers, t);
-            Submit::new(participant, from, to, t, reserve, stores).run(conn)
+            Submit::<_, Participant>::new(participant, from, to, t, reserve, stores)
+                .get_result(conn)
+                .optional()
         }
         Effect::Situation { too_fast } => {
             let stores = pg_pages::Situation { too_fast };
-            Submit::new(participant, from, to, t, reserve, stores).run(conn)
+            Submit::<_, Participant>::new(participant, from, to, t, reserve, stores)
+                .get_result(conn)
+                .optional()
         }
         Effect::Check {
             key,
@@ -497,7 +506,9 @@ fn pg_submit(
                 failed: !passed,
                 at: t,
             };
-            Submit::new(participant, from, to, t, reserve, stores).run(conn)
+            Submit::<_, Participant>::new(participant, from, to, t, reserve, stores)
+                .get_result(conn)
+                .optional()
         }
         other @ (Effect::Consent | Effect::End(_)) => {
             return Err(PgSubmit::Other(other));

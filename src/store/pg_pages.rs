@@ -17,7 +17,9 @@
 //! of a `WITH` on one snapshot, and the INSERTs take their participant from the UPDATE's
 //! `RETURNING`, so nothing is inserted for a move that did not happen.
 //!
-//! Each statement is its own type with a static query id, so a pooled connection prepares it
+//! The statements return the row type they are given (`participants::Participant`), so this
+//! module does not import the participants module that calls it. Each statement is its own
+//! type with a static query id, so a pooled connection prepares it
 //! once (diesel's statement cache is keyed by that id: two SQL texts must never share a type,
 //! which is why the submit is generic over what the page stores).
 
@@ -28,9 +30,8 @@ use diesel::dsl::AsSelect;
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamp};
-use diesel::{OptionalExtension, PgConnection, QueryResult, RunQueryDsl, SelectableHelper};
+use diesel::{PgConnection, QueryResult, RunQueryDsl, Selectable, SelectableHelper};
 
-use super::participants::Participant;
 use super::{ParticipantId, StudyId};
 use crate::domain::measure::Measure;
 use crate::domain::survey::{Page, PageEvent, ParticipantStatus};
@@ -55,18 +56,18 @@ impl KeyColumn for ResumeId {
 /// A page request: the participant of `key` in `study` and, in the same statement, the "shown"
 /// event of `show` recorded when that is the participant's current page, and the situation's
 /// text when `with_text` and the current page is `show`.
-pub struct OpenPage<K: KeyColumn> {
+pub struct OpenPage<K: KeyColumn, R: Selectable<Pg>> {
     study: StudyId,
     key: String,
     /// The page requested, when it is one that records "shown" (not a final page).
     show: Option<Page>,
     with_text: bool,
     at: NaiveDateTime,
-    columns: AsSelect<Participant, Pg>,
+    columns: AsSelect<R, Pg>,
     key_column: PhantomData<K>,
 }
 
-impl<K: KeyColumn> OpenPage<K> {
+impl<K: KeyColumn, R: Selectable<Pg>> OpenPage<K, R> {
     pub fn new(
         study: StudyId,
         key: String,
@@ -80,30 +81,25 @@ impl<K: KeyColumn> OpenPage<K> {
             show,
             with_text,
             at,
-            columns: Participant::as_select(),
+            columns: R::as_select(),
             key_column: PhantomData,
         }
     }
-
-    /// The participant and the text, or `None` when the key names nobody in the study.
-    pub fn run(
-        self,
-        conn: &mut PgConnection,
-    ) -> QueryResult<Option<(Participant, Option<String>)>> {
-        self.get_result(conn).optional()
-    }
 }
 
-impl<K: KeyColumn> QueryId for OpenPage<K> {
+impl<K: KeyColumn, R: Selectable<Pg> + 'static> QueryId for OpenPage<K, R> {
     type QueryId = Self;
     const HAS_STATIC_QUERY_ID: bool = true;
 }
 
-impl<K: KeyColumn> Query for OpenPage<K> {
-    type SqlType = (AsSelect<Participant, Pg>, Nullable<Text>);
+impl<K: KeyColumn, R: Selectable<Pg>> Query for OpenPage<K, R> {
+    type SqlType = (AsSelect<R, Pg>, Nullable<Text>);
 }
 
-impl<K: KeyColumn> QueryFragment<Pg> for OpenPage<K> {
+impl<K: KeyColumn, R: Selectable<Pg>> QueryFragment<Pg> for OpenPage<K, R>
+where
+    AsSelect<R, Pg>: QueryFragment<Pg>,
+{
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         out.push_sql("WITH p AS (SELECT ");
         self.columns.walk_ast(out.reborrow())?;
@@ -134,7 +130,7 @@ impl<K: KeyColumn> QueryFragment<Pg> for OpenPage<K> {
     }
 }
 
-impl<K: KeyColumn> RunQueryDsl<PgConnection> for OpenPage<K> {}
+impl<K: KeyColumn, R: Selectable<Pg>> RunQueryDsl<PgConnection> for OpenPage<K, R> {}
 
 /// What a page stores besides the move, as SQL added to the submit statement: assignments to
 /// the participant's row, and further `WITH` parts that insert rows for the participant the
@@ -291,7 +287,7 @@ impl Stores for Complete {
 /// A page submit: moves the participant from `from` to `to` while still active on `from`,
 /// records the "submitted" event and stores `stores`, returning the participant as the move
 /// left it (nothing when the guard found them elsewhere).
-pub struct Submit<S: Stores> {
+pub struct Submit<S: Stores, R: Selectable<Pg>> {
     pub id: ParticipantId,
     pub from: Page,
     pub to: Page,
@@ -299,10 +295,10 @@ pub struct Submit<S: Stores> {
     /// Until when the participant's situation stays reserved (`None`: no longer, at the end).
     pub reserve: Option<NaiveDateTime>,
     pub stores: S,
-    columns: AsSelect<Participant, Pg>,
+    columns: AsSelect<R, Pg>,
 }
 
-impl<S: Stores> Submit<S> {
+impl<S: Stores, R: Selectable<Pg>> Submit<S, R> {
     pub fn new(
         id: ParticipantId,
         from: Page,
@@ -318,26 +314,24 @@ impl<S: Stores> Submit<S> {
             at,
             reserve,
             stores,
-            columns: Participant::as_select(),
+            columns: R::as_select(),
         }
-    }
-
-    /// The participant after the move, or `None` when it did not happen (stale).
-    pub fn run(self, conn: &mut PgConnection) -> QueryResult<Option<Participant>> {
-        self.get_result(conn).optional()
     }
 }
 
-impl<S: Stores> QueryId for Submit<S> {
+impl<S: Stores, R: Selectable<Pg> + 'static> QueryId for Submit<S, R> {
     type QueryId = Self;
     const HAS_STATIC_QUERY_ID: bool = true;
 }
 
-impl<S: Stores> Query for Submit<S> {
-    type SqlType = AsSelect<Participant, Pg>;
+impl<S: Stores, R: Selectable<Pg>> Query for Submit<S, R> {
+    type SqlType = AsSelect<R, Pg>;
 }
 
-impl<S: Stores> QueryFragment<Pg> for Submit<S> {
+impl<S: Stores, R: Selectable<Pg>> QueryFragment<Pg> for Submit<S, R>
+where
+    AsSelect<R, Pg>: QueryFragment<Pg>,
+{
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         out.push_sql("WITH moved AS (UPDATE participants SET page = ");
         out.push_bind_param::<Text, _>(&self.to)?;
@@ -370,4 +364,4 @@ impl<S: Stores> QueryFragment<Pg> for Submit<S> {
     }
 }
 
-impl<S: Stores> RunQueryDsl<PgConnection> for Submit<S> {}
+impl<S: Stores, R: Selectable<Pg>> RunQueryDsl<PgConnection> for Submit<S, R> {}
