@@ -157,20 +157,17 @@ fn participant(base: &str, n: usize, acked: &AtomicUsize, deadline: Instant) -> 
     }
 }
 
-fn a_server_killed_mid_flow_loses_no_acknowledged_answer(db: TestDb) {
-    let url = db.url.clone();
-    // Prepare the study with the real binary's own command, on a migrated database.
-    let app = TestApp::prepare(db);
-    crate::survey::make_study(&app, "crash", |c| c.target_per_situation = 1_000);
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut server = start_server(&url, port);
+/// Sends `PARTICIPANTS` participants through the survey at `base` and, once a good share of
+/// their submits are acknowledged while most are still mid-flow, runs `disrupt`; asserts that
+/// every participant then finishes. Returns how many submits were acknowledged when `disrupt`
+/// began, and what it returned.
+fn all_finish_across<T>(base: &str, disrupt: impl FnOnce() -> T) -> (usize, T) {
     let acked = Arc::new(AtomicUsize::new(0));
     let start = Arc::new(Barrier::new(PARTICIPANTS + 1));
     let deadline = Instant::now() + Duration::from_secs(240);
     let handles: Vec<_> = (0..PARTICIPANTS)
         .map(|n| {
-            let (base, acked, start) = (base.clone(), acked.clone(), start.clone());
+            let (base, acked, start) = (base.to_owned(), acked.clone(), start.clone());
             std::thread::spawn(move || {
                 start.wait();
                 participant(&base, n, &acked, deadline)
@@ -178,20 +175,14 @@ fn a_server_killed_mid_flow_loses_no_acknowledged_answer(db: TestDb) {
         })
         .collect();
     start.wait();
-    // Kill it hard once a good share of the submits are in, while most are mid-flow.
     let t = Instant::now();
     while acked.load(Ordering::Relaxed) < PARTICIPANTS * 3 && t.elapsed() < Duration::from_secs(60)
     {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let at_kill = acked.load(Ordering::Relaxed);
-    server.kill().unwrap(); // SIGKILL
-    server.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let mut server = start_server(&url, port);
+    let at = acked.load(Ordering::Relaxed);
+    let out = disrupt();
     let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    server.kill().unwrap();
-    server.wait().unwrap();
     let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
     assert!(
         failures.is_empty(),
@@ -199,11 +190,31 @@ fn a_server_killed_mid_flow_loses_no_acknowledged_answer(db: TestDb) {
         failures.len(),
         &failures[..failures.len().min(5)]
     );
+    (at, out)
+}
+
+fn a_server_killed_mid_flow_loses_no_acknowledged_answer(db: TestDb) {
+    let url = db.url.clone();
+    // Prepare the study with the real binary's own command, on a migrated database.
+    let app = TestApp::prepare(db);
+    crate::survey::make_study(&app, "crash", |c| c.target_per_situation = 1_000);
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let server = start_server(&url, port);
+    // Kill it hard once a good share of the submits are in, while most are mid-flow.
+    let (at_kill, mut server) = all_finish_across(&base, || {
+        let mut server = server;
+        server.kill().unwrap(); // SIGKILL
+        server.wait().unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        start_server(&url, port)
+    });
+    server.kill().unwrap();
+    server.wait().unwrap();
     assert!(
         at_kill < PARTICIPANTS * 7,
         "the kill happened mid-flow ({at_kill} submits acknowledged)"
     );
-
     assert_every_answer_stored_once(&app);
 }
 
@@ -392,36 +403,9 @@ fn a_postgres_restart_under_load_loses_no_acknowledged_answer() {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut server = start_server(&url, port);
-    let acked = Arc::new(AtomicUsize::new(0));
-    let start = Arc::new(Barrier::new(PARTICIPANTS + 1));
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let handles: Vec<_> = (0..PARTICIPANTS)
-        .map(|n| {
-            let (base, acked, start) = (base.clone(), acked.clone(), start.clone());
-            std::thread::spawn(move || {
-                start.wait();
-                participant(&base, n, &acked, deadline)
-            })
-        })
-        .collect();
-    start.wait();
-    let t = Instant::now();
-    while acked.load(Ordering::Relaxed) < PARTICIPANTS * 3 && t.elapsed() < Duration::from_secs(60)
-    {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let at_restart = acked.load(Ordering::Relaxed);
-    pg.restart();
-    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let (at_restart, ()) = all_finish_across(&base, || pg.restart());
     server.kill().unwrap();
     server.wait().unwrap();
-    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
-    assert!(
-        failures.is_empty(),
-        "{} participants could not finish: {:?}",
-        failures.len(),
-        &failures[..failures.len().min(5)]
-    );
     assert!(
         at_restart < PARTICIPANTS * 7,
         "the restart happened mid-flow ({at_restart} submits acknowledged)"
