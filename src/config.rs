@@ -42,6 +42,80 @@ pub struct Settings {
     /// LLM providers (`[[providers]]` tables in the config file). API keys are not here: each
     /// provider names the environment variable that holds its key.
     pub providers: Vec<ProviderConfig>,
+    /// The Prolific API (`[prolific]` in the config file; issue #15).
+    pub prolific: ProlificSettings,
+}
+
+/// A secret read from the environment: kept in memory only, never printed (`Debug` shows
+/// whether it is set, not its value), never serialised.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(set)")
+    }
+}
+
+/// The Prolific API and its webhooks. The token and the webhook secret are read from the
+/// environment variables named here, at start-up; neither is ever stored or logged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProlificSettings {
+    /// `https://api.prolific.com` (a test points it at the fake).
+    pub base_url: String,
+    /// The variable holding the API token (sent as `Authorization: Token <token>`).
+    pub token_env: String,
+    /// The variable holding the webhook secret (`POST /api/v1/hooks/secrets/` returns it).
+    pub webhook_secret_env: String,
+    pub token: Option<Secret>,
+    pub webhook_secret: Option<Secret>,
+    /// Attempts per request when Prolific answers 429 or 5xx (or the connection fails).
+    pub max_attempts: u32,
+    /// The first backoff delay; each retry doubles it (with jitter), as for model providers.
+    pub backoff_base_ms: u64,
+    /// The longest Retry-After waited out; a longer one fails the request with its delay.
+    pub max_retry_after_seconds: u64,
+    pub timeout_seconds: u64,
+}
+
+impl Default for ProlificSettings {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.prolific.com".into(),
+            token_env: "PROLIFIC_TOKEN".into(),
+            webhook_secret_env: "PROLIFIC_WEBHOOK_SECRET".into(),
+            token: None,
+            webhook_secret: None,
+            max_attempts: 5,
+            backoff_base_ms: 500,
+            max_retry_after_seconds: 120,
+            timeout_seconds: 30,
+        }
+    }
+}
+
+/// `[prolific]` in the config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileProlific {
+    base_url: Option<String>,
+    token_env: Option<String>,
+    webhook_secret_env: Option<String>,
+    max_attempts: Option<u32>,
+    backoff_base_ms: Option<u64>,
+    max_retry_after_seconds: Option<u64>,
+    timeout_seconds: Option<u64>,
 }
 
 /// Which wire protocol a provider speaks.
@@ -259,6 +333,7 @@ impl Default for Settings {
             new_participants_per_address: 30,
             new_participants_window_seconds: 600,
             providers: Vec::new(),
+            prolific: ProlificSettings::default(),
         }
     }
 }
@@ -282,6 +357,7 @@ struct FileSettings {
     new_participants_per_address: Option<u32>,
     new_participants_window_seconds: Option<u64>,
     providers: Option<Vec<ProviderConfig>>,
+    prolific: Option<FileProlific>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -385,6 +461,30 @@ impl Settings {
             }
             self.providers = providers;
         }
+        if let Some(p) = f.prolific {
+            let s = &mut self.prolific;
+            if let Some(v) = p.base_url {
+                s.base_url = v;
+            }
+            if let Some(v) = p.token_env {
+                s.token_env = v;
+            }
+            if let Some(v) = p.webhook_secret_env {
+                s.webhook_secret_env = v;
+            }
+            if let Some(v) = p.max_attempts {
+                s.max_attempts = v.max(1);
+            }
+            if let Some(v) = p.backoff_base_ms {
+                s.backoff_base_ms = v;
+            }
+            if let Some(v) = p.max_retry_after_seconds {
+                s.max_retry_after_seconds = v;
+            }
+            if let Some(v) = p.timeout_seconds {
+                s.timeout_seconds = v;
+            }
+        }
         Ok(())
     }
 
@@ -392,6 +492,12 @@ impl Settings {
         if let Some(v) = env("DATABASE_URL") {
             self.database_url = v;
         }
+        if let Some(v) = env("EMOTIONBENCH_PROLIFIC_BASE_URL") {
+            self.prolific.base_url = v;
+        }
+        let secret = |name: &str| env(name).filter(|v| !v.trim().is_empty()).map(Secret::new);
+        self.prolific.token = secret(&self.prolific.token_env);
+        self.prolific.webhook_secret = secret(&self.prolific.webhook_secret_env);
         if let Some(v) = env("EMOTIONBENCH_BIND") {
             self.bind = v;
         }

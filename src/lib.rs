@@ -9,6 +9,7 @@ pub mod config;
 pub mod domain;
 pub mod export;
 pub mod llm;
+pub mod prolific;
 pub mod store;
 pub mod survey;
 pub mod web;

@@ -68,9 +68,11 @@ enum Command {
     Prompt(cli::prompt::PromptCommand),
     /// The alignment report of a study: humans and models side by side (paper Table 2 layout).
     Report(cli::report::ReportArgs),
-    /// The repeats per condition a model run needs for the report's two-sample test to detect
-    /// an effect size with a given α and power (noncentral t).
+    /// The repeats per condition a model run needs to detect an effect size (noncentral t).
     Plan(cli::plan::PlanArgs),
+    /// Prolific: the draft, submissions, approve, reject, return, reconcile.
+    #[command(subcommand)]
+    Prolific(cli::prolific::ProlificCommand),
     /// Benchmarks and load generators (loopback only, bounded).
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
@@ -112,6 +114,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Prompt(cmd) => cli::prompt::run(&settings, cmd),
         Command::Report(args) => cli::report::run(&settings, args),
         Command::Plan(args) => cli::plan::run(args),
+        Command::Prolific(cmd) => cli::prolific::run(&settings, cmd),
         Command::Bench(cmd) => cli::bench::run(settings, cmd),
     }
 }

@@ -7,6 +7,7 @@ pub mod data;
 pub mod exports;
 pub mod invites;
 pub mod login;
+pub mod prolific;
 pub mod report;
 pub mod run_plan;
 pub mod runs;

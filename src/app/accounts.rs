@@ -128,7 +128,7 @@ pub fn invite(
     let expires_at = crate::store::now() + Duration::hours(account::INVITE_HOURS);
     let by = match actor {
         audit::Actor::User { id, .. } => Some(*id),
-        audit::Actor::Cli | audit::Actor::Anonymous => None,
+        audit::Actor::Cli | audit::Actor::Anonymous | audit::Actor::ProlificWebhook => None,
     };
     conn.write_transaction(|conn| {
         if users::id_of(conn, &email)?.is_some() {

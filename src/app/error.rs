@@ -55,6 +55,9 @@ pub enum Error {
     },
     #[error("study {0:?} has no split: run `emotionbench split` first")]
     NoSplit(String),
+    /// A Prolific request that did not succeed (the message says what Prolific answered).
+    #[error(transparent)]
+    Prolific(crate::prolific::ProlificError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod error;
 pub mod exports;
 pub mod imports;
+pub mod prolific;
 pub mod report;
 mod report_groups;
 pub mod runs;

@@ -10,6 +10,7 @@ pub mod demo;
 pub mod export;
 pub mod import;
 pub mod plan;
+pub mod prolific;
 pub mod prompt;
 pub mod report;
 pub mod runs;

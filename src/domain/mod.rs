@@ -18,6 +18,7 @@ pub mod model_results;
 pub mod observation;
 pub mod parse;
 pub mod power;
+pub mod prolific;
 pub mod prompt;
 pub mod protocol;
 pub mod provenance;

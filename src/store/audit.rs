@@ -15,6 +15,8 @@ pub enum Actor {
     Cli,
     /// Not signed in (e.g. a failed login).
     Anonymous,
+    /// Prolific, through a signed webhook call.
+    ProlificWebhook,
 }
 
 pub fn record(
@@ -52,6 +54,7 @@ fn insert(
         Actor::User { id, email } => (Some(id.0), email.as_str()),
         Actor::Cli => (None, "cli"),
         Actor::Anonymous => (None, "anonymous"),
+        Actor::ProlificWebhook => (None, "prolific-webhook"),
     };
     diesel::insert_into(audit_log::table)
         .values((

@@ -14,6 +14,7 @@ pub mod monitor;
 pub mod participants;
 pub mod personas;
 mod pg_pages;
+pub mod prolific;
 pub mod report;
 pub mod runs;
 pub mod schema;

@@ -447,3 +447,37 @@ diesel::table! {
 
 diesel::joinable!(invites -> users (created_by));
 diesel::allow_tables_to_appear_in_same_query!(invites, users);
+
+diesel::table! {
+    /// A study's Prolific settings and draft (`store::prolific`, #15).
+    prolific_studies (study_id) {
+        study_id -> BigInt,
+        prolific_study_id -> Nullable<Text>,
+        description -> Text,
+        reward_cents -> Integer,
+        places -> Nullable<Integer>,
+        auto_approve -> Bool,
+        screen_out_reward_cents -> Nullable<Integer>,
+        estimated_minutes -> Nullable<Integer>,
+        drafted_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(prolific_studies -> studies (study_id));
+diesel::allow_tables_to_appear_in_same_query!(prolific_studies, studies);
+
+diesel::table! {
+    /// Prolific webhook deliveries by X-Event-ID (`store::prolific`, #15).
+    prolific_webhook_events (id) {
+        id -> BigInt,
+        event_id -> Text,
+        event_type -> Text,
+        resource_id -> Nullable<Text>,
+        status -> Nullable<Text>,
+        participant_id -> Nullable<BigInt>,
+        outcome -> Text,
+        received_at -> Timestamp,
+    }
+}

@@ -4,7 +4,7 @@
 
 use actix_web::{guard, web};
 
-use crate::web::{assets, home};
+use crate::web::{assets, home, prolific_hook};
 use crate::{admin, survey};
 
 /// Who may use a route. The route-matrix test checks every entry of [`ROUTES`] behaves so.
@@ -73,6 +73,8 @@ route_table! {
     // An invitation's link: public (the invitee has no account yet).
     get  "/invite/{token}"                    => admin::invites::form, Public;
     post "/invite/{token}"                    => admin::invites::accept, Public;
+    // Prolific's webhook calls: authenticated by their HMAC signature, not a session or CSRF.
+    post "/prolific/webhook"                  => prolific_hook::receive, Public;
     // Researchers and admins: one scope; each route's access is enforced by its extractor.
     "/admin" => {
         get  "/login"                             => admin::login::form, Public;
@@ -98,6 +100,13 @@ route_table! {
         post "/studies/{study}/duplicate"         => admin::study_reuse::duplicate, Admin;
         get  "/studies/{study}/definition.json"   => admin::study_reuse::definition, Researcher;
         get  "/studies/{study}/export/{file}"     => admin::exports::download, ResearcherDownload;
+        get  "/studies/{study}/prolific"          => admin::prolific::show, Researcher;
+        post "/studies/{study}/prolific/draft"    => admin::prolific::draft, Admin;
+        post "/studies/{study}/prolific/approve"  => admin::prolific::approve, Admin;
+        post "/studies/{study}/prolific/reject"   => admin::prolific::reject, Admin;
+        post "/studies/{study}/prolific/return"   => admin::prolific::request_return, Admin;
+        get  "/studies/{study}/prolific/reconcile" => admin::prolific::reconcile, Researcher;
+        post "/studies/{study}/prolific/release"  => admin::prolific::release, Admin;
         get  "/providers"                         => admin::runs::providers, Admin;
         get  "/runs"                              => admin::runs::list, Admin;
         get  "/runs/new"                          => admin::runs::new_form, Admin;

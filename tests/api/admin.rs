@@ -67,6 +67,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("post", "/s/{study}/{page}", Access::Participant),
     ("get", "/invite/{token}", Access::Public),
     ("post", "/invite/{token}", Access::Public),
+    ("post", "/prolific/webhook", Access::Public),
     ("get", "/admin/login", Access::Public),
     ("post", "/admin/login", Access::Public),
     ("post", "/admin/logout", Access::Researcher),
@@ -113,6 +114,37 @@ const MATRIX: &[(&str, &str, Access)] = &[
         "get",
         "/admin/studies/{study}/export/{file}",
         Access::ResearcherDownload,
+    ),
+    ("get", "/admin/studies/{study}/prolific", Access::Researcher),
+    (
+        "post",
+        "/admin/studies/{study}/prolific/draft",
+        Access::Admin,
+    ),
+    (
+        "post",
+        "/admin/studies/{study}/prolific/approve",
+        Access::Admin,
+    ),
+    (
+        "post",
+        "/admin/studies/{study}/prolific/reject",
+        Access::Admin,
+    ),
+    (
+        "post",
+        "/admin/studies/{study}/prolific/return",
+        Access::Admin,
+    ),
+    (
+        "get",
+        "/admin/studies/{study}/prolific/reconcile",
+        Access::Researcher,
+    ),
+    (
+        "post",
+        "/admin/studies/{study}/prolific/release",
+        Access::Admin,
     ),
     ("get", "/admin/providers", Access::Admin),
     ("get", "/admin/runs", Access::Admin),
@@ -240,6 +272,11 @@ fn the_route_matrix_holds_for_anonymous_researchers_and_admins(db: TestDb) {
     }
     // Every POST rejects a missing or a wrong CSRF token, whoever sends it.
     for (method, path, access) in ROUTES.iter().filter(|(m, _, _)| *m == "post") {
+        // Prolific's calls carry an HMAC signature instead (tests/api/prolific.rs: unsigned
+        // ones get 401 and change nothing).
+        if *path == "/prolific/webhook" {
+            continue;
+        }
         let url = concrete(path);
         let who = match access {
             Access::Public | Access::Participant => {

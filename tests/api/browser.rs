@@ -1637,3 +1637,107 @@ fn a_real_browser_reads_the_report_and_its_page_on_a_phone_and_a_desktop(db: Tes
 }
 
 on_both_backends!(a_real_browser_reads_the_report_and_its_page_on_a_phone_and_a_desktop);
+
+/// The Prolific pages (#15): the study's Prolific page before a draft, with a draft and its
+/// submissions (approve, reject and return forms), a refused rejection, and the
+/// reconciliation, at 360 and 1280 px against the fake Prolific API; axe 0 serious or critical.
+fn the_prolific_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
+    use emotionbench::config::Secret;
+    use emotionbench::prolific::fake::FakeProlific;
+    let Some(axe) = axe_source() else { return };
+    let backend = backend_name(&db);
+    let fake = FakeProlific::start("browser-token").unwrap();
+    let fake_base = fake.base_url();
+    let app = crate::helpers::spawn_app_with(db, move |s| {
+        s.prolific.base_url = fake_base;
+        s.prolific.token = Some(Secret::new("browser-token"));
+    });
+    make_study(&app, "pro", |_| {});
+    make_study(&app, "fresh", |_| {});
+    crate::survey::walk_to(
+        &app.browser(),
+        "/s/pro?PROLIFIC_PID=pb-active&STUDY_ID=x&SESSION_ID=sb-active",
+        "situation",
+    );
+    crate::survey::walk_to(
+        &app.browser(),
+        "/s/pro?PROLIFIC_PID=pb-done&STUDY_ID=x&SESSION_ID=sb-done",
+        "never",
+    );
+    let client =
+        emotionbench::prolific::ProlificClient::new(&emotionbench::config::ProlificSettings {
+            base_url: fake.base_url(),
+            token: Some(Secret::new("browser-token")),
+            ..Default::default()
+        });
+    let id = {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let input = emotionbench::store::prolific::DraftSettings {
+            description: "Rate your feelings before and after an everyday situation.".into(),
+            reward_cents: 150,
+            places: None,
+            auto_approve: false,
+            screen_out_reward_cents: None,
+        };
+        emotionbench::app::prolific::draft(
+            &mut conn,
+            &client,
+            "https://bench.example.org",
+            "pro",
+            &input,
+            &emotionbench::store::audit::Actor::Cli,
+        )
+        .unwrap()
+        .prolific_study_id
+    };
+    fake.add_submission(&id, "sb-done", "pb-done", "AWAITING REVIEW");
+    fake.add_submission(&id, "sb-active", "pb-active", "RETURNED");
+    fake.add_submission(&id, "sb-elsewhere", "pb-elsewhere", "AWAITING REVIEW");
+    crate::admin::add_user(
+        &app,
+        "prolific@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    let base = app.base.clone();
+    let mut failures = Vec::new();
+    let mut pages = 0;
+    for viewport in [(360, 740), (1280, 800)] {
+        let Some(chrome) = Chrome::start_at(viewport) else {
+            return;
+        };
+        let c = &chrome;
+        let mut audit = Audit::new(c, axe.clone(), backend);
+        sign_in(c, &base, "prolific@example.org", crate::admin::PASSWORD);
+        c.goto(&format!("{base}/admin/studies/fresh/prolific"));
+        c.wait_for(&base, "/admin/studies/fresh/prolific");
+        assert!(c.source().contains("Create the Prolific draft"));
+        audit.check_with("admin prolific, no draft", ADMIN_LAYOUT);
+        c.goto(&format!("{base}/admin/studies/pro/prolific"));
+        c.wait_for(&base, "/admin/studies/pro/prolific");
+        assert!(c.source().contains("sb-elsewhere"));
+        audit.check_with("admin prolific, submissions", ADMIN_LAYOUT);
+        fill(c, "reject-message", "Too short.");
+        // The browser's own minlength check would stop the form; the server's is what counts.
+        c.exec(
+            "document.getElementById('reject-message').removeAttribute('minlength');",
+            json!([]),
+        );
+        c.click(&c.xpath("//button[contains(., 'Reject')]"));
+        c.wait_for(&base, "/admin/studies/pro/prolific/reject");
+        c.wait_for_text("at least 100");
+        audit.check_with("admin prolific, refused rejection", ADMIN_LAYOUT);
+        c.goto(&format!("{base}/admin/studies/pro/prolific/reconcile"));
+        c.wait_for(&base, "/admin/studies/pro/prolific/reconcile");
+        let source = c.source();
+        assert!(source.contains("release the reservation"), "{source}");
+        assert!(source.contains("approve"), "{source}");
+        audit.check_with("admin prolific reconciliation", ADMIN_LAYOUT);
+        pages += audit.pages.len();
+        failures.extend(audit.failures);
+    }
+    assert_eq!(pages, 8);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+on_both_backends!(the_prolific_pages_pass_axe_on_a_phone_and_a_desktop);

@@ -22,6 +22,7 @@ mod humans;
 mod imports;
 mod model_results;
 mod pilot;
+mod prolific;
 mod protocols;
 mod providers;
 mod psychometrics;

@@ -1,0 +1,2 @@
+DROP TABLE prolific_webhook_events;
+DROP TABLE prolific_studies;
