@@ -62,8 +62,12 @@ struct ReconcilePage {
     error: Option<String>,
 }
 
+/// The client for pages: a page waits out a Retry-After of at most 10 s (a longer one is
+/// shown as an error to try again later; the command line waits up to the configured limit).
 fn client(state: &AppState) -> ProlificClient {
-    ProlificClient::new(&state.settings.prolific)
+    let mut s = state.settings.prolific.clone();
+    s.max_retry_after_seconds = s.max_retry_after_seconds.min(10);
+    ProlificClient::new(&s)
 }
 
 /// A use case's failure: the request's own problems stay 4xx; Prolific's answers are shown on
@@ -84,16 +88,23 @@ impl From<app::Error> for Failure {
                 };
                 Failure::Page(p.to_string(), status)
             }
-            app::Error::Invalid(m) => Failure::Page(m, StatusCode::BAD_REQUEST),
+            app::Error::Invalid(m) => Failure::Page(sentence(&m), StatusCode::BAD_REQUEST),
             other => Failure::Other(other.into()),
         }
     }
 }
 
-impl From<AppError> for Failure {
-    fn from(e: AppError) -> Self {
-        Failure::Other(e)
+/// A use case's message as the page's sentence: capitalised, with a full stop.
+fn sentence(m: &str) -> String {
+    let mut c = m.chars();
+    let mut out: String = match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    };
+    if !out.ends_with('.') {
+        out.push('.');
     }
+    out
 }
 
 /// What the page says after a successful action (a fixed text; only counts come from the URL).

@@ -1733,11 +1733,25 @@ fn the_prolific_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
         assert!(source.contains("release the reservation"), "{source}");
         assert!(source.contains("approve"), "{source}");
         audit.check_with("admin prolific reconciliation", ADMIN_LAYOUT);
+        if viewport.0 == 1280 {
+            // The release button gives the returned participant's place back.
+            c.click(&c.xpath("//button[contains(., 'Release the 1 reservation')]"));
+            c.wait_for(&base, "/admin/studies/pro/prolific");
+            c.wait_for_text("Released 1 reservation(s).");
+            audit.check_with("admin prolific, released", ADMIN_LAYOUT);
+        }
         pages += audit.pages.len();
         failures.extend(audit.failures);
     }
-    assert_eq!(pages, 8);
+    assert_eq!(pages, 9);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let s = studies::load(&mut conn, "pro").unwrap().unwrap();
+    let p = participants::by_pid(&mut conn, s.id, "pb-active")
+        .unwrap()
+        .unwrap();
+    assert!(p.reserved_until.is_none(), "the place was released");
 }
 
 on_both_backends!(the_prolific_pages_pass_axe_on_a_phone_and_a_desktop);

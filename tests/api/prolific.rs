@@ -323,6 +323,8 @@ fn a_rejection_needs_a_category_and_a_long_message(db: TestDb) {
     fake.add_submission(&id, "subA", "pidA", "AWAITING REVIEW");
     fake.add_submission(&id, "subB", "pidB", "AWAITING REVIEW");
     fake.add_submission(&id, "subC", "pidC", "AWAITING REVIEW");
+    fake.add_submission(&id, "subD", "pidD", "AWAITING REVIEW");
+    fake.add_submission(&id, "subE", "pidE", "AWAITING REVIEW");
     let transitions = |s: &str| {
         requests_to(
             &fake,
@@ -434,6 +436,25 @@ fn a_rejection_needs_a_category_and_a_long_message(db: TestDb) {
     assert_eq!(sent[0]["request_return_reasons"][0], "Withdrew consent.");
     assert!(fake.submission("subC").unwrap().return_requested);
     assert_eq!(audit_actions(&app, "prolific.request_return").len(), 1);
+    // The ticked submission is approved, the other left alone.
+    let r = admin.post(
+        "/admin/studies/rej/prolific/approve",
+        &[("csrf", &csrf), ("submission", "subD")],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(
+        r.location(),
+        Some("/admin/studies/rej/prolific?done=approve&n=1&m=1")
+    );
+    assert_eq!(fake.submission("subD").unwrap().status, "APPROVED");
+    assert_eq!(fake.submission("subE").unwrap().status, "AWAITING REVIEW");
+    let done = admin.get(r.location().unwrap());
+    assert!(
+        done.body
+            .contains("Approved 1 submission(s) in 1 request(s)."),
+        "{}",
+        done.body
+    );
     // Without a CSRF token nothing is sent.
     let before = fake.requests().len();
     let r = admin.post(
