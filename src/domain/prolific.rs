@@ -212,7 +212,10 @@ pub struct CompletionCode {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CodeAction {
     pub action: &'static str,
-    /// `FIXED_SCREEN_OUT_PAYMENT` only: the payment (cents/pence) and how many may get it.
+    /// `FIXED_SCREEN_OUT_PAYMENT` only: the payment (cents/pence) and how many may get it. The
+    /// reference pages found name the action but not these fields; the names are those
+    /// published integrations send (PsyNet's Prolific recruiter), so check a first draft's
+    /// screen-out code on Prolific.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_screen_out_reward: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]

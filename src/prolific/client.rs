@@ -104,6 +104,9 @@ pub struct Submission {
     pub return_requested: Option<String>,
 }
 
+/// Submissions asked for per list request (the page size Prolific's CLI uses by default).
+pub const LIST_PAGE: usize = 200;
+
 /// A ready client (one per process; cheap to share).
 #[derive(Debug, Clone)]
 pub struct ProlificClient {
@@ -153,22 +156,23 @@ impl ProlificClient {
         decode(&path, v)
     }
 
-    /// Every submission of a study: `{"results": [...]}`; when the answer carries a next-page
-    /// link (`_links.next.href`) on our base URL, that page is read too.
+    /// Every submission of a study, [`LIST_PAGE`] at a time: `?limit=&offset=` with the total
+    /// in `meta.count`, as Prolific's own CLI pages this list (prolific-oss/cli
+    /// `client/client.go` `GetSubmissions`, `client/pagination.go`); the reference's example
+    /// shows the `results` array. Stops at a short page or once `meta.count` is reached.
     pub fn submissions(&self, study: &str) -> Result<Vec<Submission>, ProlificError> {
-        let mut path = format!("/api/v1/studies/{}/submissions/", segment(study));
-        let mut out = Vec::new();
-        for _ in 0..10_000 {
+        let base = format!("/api/v1/studies/{}/submissions/", segment(study));
+        let mut out: Vec<Submission> = Vec::new();
+        for _ in 0..100_000 {
+            let path = format!("{base}?limit={LIST_PAGE}&offset={}", out.len());
             let v = self.call("GET", &path, None)?;
-            let next = v["_links"]["next"]["href"]
-                .as_str()
-                .and_then(|h| h.strip_prefix(&self.base_url))
-                .map(str::to_owned);
+            let total = v["meta"]["count"].as_u64();
             let page: Vec<Submission> = decode(&path, v["results"].clone())?;
+            let n = page.len();
             out.extend(page);
-            match next {
-                Some(n) if n != path => path = n,
-                _ => break,
+            let done = n < LIST_PAGE || total.is_some_and(|t| out.len() as u64 >= t);
+            if done {
+                break;
             }
         }
         Ok(out)
@@ -348,16 +352,23 @@ fn segment(id: &str) -> String {
         .collect()
 }
 
-/// Prolific's error body: `{"error": {"status", "error_code", "title", "detail",
-/// "additional_information"}}` (the shape Prolific's own CLI decodes, prolific-oss/cli
-/// `client/client.go` `JSONAPIError`); `detail` is a string or an object of field errors.
-/// Anything else: the first 300 characters.
+/// Prolific's error body: `{"error": {"status", "error_code", "title", "detail", …}}`, where
+/// `detail` is a string or an object of field errors, or the flat `{"message", "detail"}`
+/// (the two shapes Prolific's own CLI decodes, prolific-oss/cli `client/client.go` `Execute`:
+/// `JSONAPIError`, then `SimpleAPIError`). Anything else: the first 300 characters.
 pub fn error_detail(body: &str) -> String {
     let Ok(v) = serde_json::from_str::<Value>(body) else {
         return body.chars().take(300).collect();
     };
-    let e = &v["error"];
-    let title = e["title"].as_str().unwrap_or("");
+    let e = if v["error"].is_object() {
+        &v["error"]
+    } else {
+        &v
+    };
+    let title = e["title"]
+        .as_str()
+        .or_else(|| e["message"].as_str())
+        .unwrap_or("");
     let detail = match &e["detail"] {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -383,6 +394,10 @@ mod tests {
         assert!(d.starts_with("Invalid request: "), "{d}");
         assert!(d.contains("100 chars"), "{d}");
         assert_eq!(error_detail("<html>oops</html>"), "<html>oops</html>");
+        assert_eq!(
+            error_detail(r#"{"message":"Bad request","detail":"No such study."}"#),
+            "Bad request: No such study."
+        );
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! recorded). Tests seed submissions, queue scripted replies (a 429 with Retry-After, a 503)
 //! ahead of the real handling, and read what was sent.
 //!
-//! What the reference does not say is kept simple and said so: the list is one page, and
-//! request-return leaves the status as it was (the participant returns it later, which a
+//! What the reference does not say is kept simple and said so: the list is paged by `limit`
+//! and `offset` with `meta.count` (as Prolific's own CLI reads it; without `limit`, a page of
+//! [`DEFAULT_LIMIT`]), and request-return leaves the status as it was (the participant returns it later, which a
 //! test plays with [`FakeProlific::set_status`] and a webhook).
 
 use std::collections::{BTreeMap, VecDeque};
@@ -18,6 +19,9 @@ use crate::domain::prolific::{REJECT_MESSAGE_MIN_CHARS, RejectionCategory};
 use crate::llm::fake::{FakeAction, FakeRequest, FakeServer};
 
 use super::signature;
+
+/// Submissions per page of the fake's list when no `limit` is asked for.
+pub const DEFAULT_LIMIT: usize = 20;
 
 /// A submission as the fake holds it.
 #[derive(Debug, Clone)]
@@ -193,7 +197,7 @@ fn handle(st: &mut State, req: &FakeRequest) -> FakeAction {
     match (req.method.as_str(), parts.as_slice()) {
         ("POST", ["api", "v1", "studies"]) => create_study(st, &body),
         ("PATCH", ["api", "v1", "studies", id]) => update_study(st, id, &body),
-        ("GET", ["api", "v1", "studies", id, "submissions"]) => list(st, id),
+        ("GET", ["api", "v1", "studies", id, "submissions"]) => list(st, id, req),
         ("POST", ["api", "v1", "submissions", "bulk-approve"]) => bulk_approve(st, &body),
         ("POST", ["api", "v1", "submissions", id, "transition"]) => transition(st, id, &body),
         ("POST", ["api", "v1", "submissions", id, "request-return"]) => {
@@ -297,15 +301,34 @@ fn short(s: &FakeSubmission) -> Value {
     })
 }
 
-fn list(st: &State, study: &str) -> FakeAction {
-    let results: Vec<Value> = st
+fn list(st: &State, study: &str, req: &FakeRequest) -> FakeAction {
+    let query = req.path.split_once('?').map_or("", |(_, q)| q);
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+    };
+    let (limit, offset) = (
+        param("limit").unwrap_or(DEFAULT_LIMIT),
+        param("offset").unwrap_or(0),
+    );
+    let all: Vec<&FakeSubmission> = st
         .submissions
         .iter()
         .filter(|s| s.study_id == study)
-        .map(short)
         .collect();
-    let n = results.len();
-    ok(200, &json!({"results": results, "meta": {"count": n}}))
+    let results: Vec<Value> = all
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|s| short(s))
+        .collect();
+    ok(
+        200,
+        &json!({"results": results, "meta": {"count": all.len()}}),
+    )
 }
 
 /// `{"submission_ids": [...]}` (or `study_id` + `participant_ids`), 200 with a JSON string
