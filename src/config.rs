@@ -687,6 +687,38 @@ mod tests {
     }
 
     #[test]
+    fn the_prolific_token_comes_from_the_variable_named_and_never_prints() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("eb.toml");
+        std::fs::write(
+            &path,
+            "[prolific]\ntoken_env = \"LAB_PROLIFIC\"\nmax_attempts = 0\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let s = Settings::load(
+            Some(&path),
+            env_of(&[
+                ("LAB_PROLIFIC", "tok-secret-1"),
+                ("PROLIFIC_TOKEN", "not-this-one"),
+                ("PROLIFIC_WEBHOOK_SECRET", "  "),
+                ("EMOTIONBENCH_PROLIFIC_BASE_URL", "http://127.0.0.1:9"),
+            ]),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let p = &s.prolific;
+        assert_eq!(p.token.as_ref().map(Secret::expose), Some("tok-secret-1"));
+        // A blank secret is no secret; at least one attempt is made.
+        assert_eq!(p.webhook_secret, None);
+        assert_eq!(p.max_attempts, 1);
+        assert_eq!(p.base_url, "http://127.0.0.1:9");
+        let shown = format!("{s:?}");
+        assert!(!shown.contains("tok-secret-1"), "{shown}");
+        // `[prolific]` keys are checked like the others.
+        std::fs::write(&path, "[prolific]\ntoken = \"inline\"\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(Settings::load(Some(&path), env_of(&[])).is_err());
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_are_errors_not_silence() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("eb.toml");

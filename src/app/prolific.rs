@@ -517,12 +517,14 @@ pub fn webhook(
     let status = v["status"].as_str();
     let pid = v["participant_id"].as_str();
     conn.write_transaction(|conn| {
+        // The submission id is not kept: it is Prolific's id of a person's submission, and
+        // the participant row (which retention deletes) is the only link we keep to it.
         let fresh = pstore::record_event(
             conn,
             &Event {
                 event_id,
                 event_type,
-                resource_id: resource,
+                resource_id: None,
                 status,
             },
         )?;
