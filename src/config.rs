@@ -39,6 +39,9 @@ pub struct Settings {
     /// [`Settings::new_participants_window_seconds`] (0: no limit). Per server process.
     pub new_participants_per_address: u32,
     pub new_participants_window_seconds: u64,
+    /// Where Prolific publishes the keys that sign its participant tokens (studies that require
+    /// `prolific_token`, #15 point 2); tests serve their own.
+    pub prolific_jwks_url: String,
     /// LLM providers (`[[providers]]` tables in the config file). API keys are not here: each
     /// provider names the environment variable that holds its key.
     pub providers: Vec<ProviderConfig>,
@@ -332,6 +335,8 @@ impl Default for Settings {
             // places in a second does not (issue #14, point 6).
             new_participants_per_address: 30,
             new_participants_window_seconds: 600,
+            // https://docs.prolific.com/api-reference/well-known-endpoints/get-study-jwks
+            prolific_jwks_url: "https://api.prolific.com/.well-known/study/jwks.json".into(),
             providers: Vec::new(),
             prolific: ProlificSettings::default(),
         }
@@ -356,6 +361,7 @@ struct FileSettings {
     trusted_proxies: Option<Vec<String>>,
     new_participants_per_address: Option<u32>,
     new_participants_window_seconds: Option<u64>,
+    prolific_jwks_url: Option<String>,
     providers: Option<Vec<ProviderConfig>>,
     prolific: Option<FileProlific>,
 }
@@ -451,6 +457,9 @@ impl Settings {
         if let Some(v) = f.new_participants_window_seconds {
             self.new_participants_window_seconds = v;
         }
+        if let Some(v) = f.prolific_jwks_url {
+            self.prolific_jwks_url = v;
+        }
         if let Some(providers) = f.providers {
             let mut names = std::collections::HashSet::new();
             for p in &providers {
@@ -529,6 +538,9 @@ impl Settings {
         if let Some(v) = env("EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS") {
             self.new_participants_per_address =
                 parse_env("EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS", v)?;
+        }
+        if let Some(v) = env("EMOTIONBENCH_PROLIFIC_JWKS_URL") {
+            self.prolific_jwks_url = v;
         }
         if let Some(v) = env("EMOTIONBENCH_MAX_BODY_BYTES") {
             self.max_body_bytes = parse_env("EMOTIONBENCH_MAX_BODY_BYTES", v)?;

@@ -4,9 +4,11 @@
 
 pub mod audit;
 pub mod data;
+pub mod doors;
 pub mod exports;
 pub mod invites;
 pub mod login;
+pub mod monitor_chart;
 pub mod prolific;
 pub mod report;
 pub mod run_plan;

@@ -441,6 +441,64 @@ impl MonitorPage {
     fn ready(&self) -> bool {
         self.checklist.iter().all(|i| i.ok)
     }
+
+    /// The headline: completions that count towards the target (the per-situation counts).
+    fn done(&self) -> i64 {
+        self.monitor.factors.iter().map(|f| f.completed).sum()
+    }
+
+    fn target(&self) -> i64 {
+        self.monitor.factors.iter().map(|f| f.target).sum()
+    }
+
+    /// Whole percent of the target, at most 100 (past it, the numbers say so).
+    fn percent(&self) -> i64 {
+        match self.target() {
+            t if t > 0 => (self.done() * 100 / t).min(100),
+            _ => 0,
+        }
+    }
+
+    /// Active participants holding a place: the sum of the per-situation column.
+    fn in_progress(&self) -> i64 {
+        self.monitor.situations.iter().map(|s| s.active).sum()
+    }
+
+    /// Active participants whose reservation ran out (they may still come back).
+    fn stalled(&self) -> i64 {
+        (self.monitor.counts.active - self.in_progress()).max(0)
+    }
+
+    fn chart(&self) -> Option<String> {
+        super::monitor_chart::completions_svg(&self.monitor.timeline)
+    }
+
+    fn per_bucket(&self) -> String {
+        super::monitor_chart::width_words(self.monitor.timeline.width_seconds)
+    }
+
+    /// A funnel row's name.
+    fn page_label(&self, page: &crate::domain::survey::Page) -> &'static str {
+        use crate::domain::survey::Page;
+        match page {
+            Page::Demographics => "About you (demographics)",
+            Page::PanasBefore => "Feelings now (first questionnaire)",
+            Page::Situation => "The situation",
+            Page::PanasAfter => "Feelings after imagining (second questionnaire)",
+            Page::Check => "Attention check",
+            Page::Debrief => "Debrief",
+            Page::Done => "Completed",
+            _ => "Other",
+        }
+    }
+
+    /// A funnel step's share of those who started (reached the first page after consent).
+    fn share(&self, reached: &i64) -> i64 {
+        match self.monitor.funnel.first().map(|f| f.reached) {
+            Some(started) if started > 0 => reached * 100 / started,
+            _ => 0,
+        }
+    }
 }
 
 async fn monitor_page(

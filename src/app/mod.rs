@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod cache;
 pub mod demo;
+pub mod doors;
 pub mod error;
 pub mod exports;
 pub mod imports;

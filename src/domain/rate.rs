@@ -32,7 +32,13 @@ impl<K: Eq + Hash + Clone> RateWindow<K> {
     /// Records an event for `key` at `now` and returns true, or returns false (recording
     /// nothing) when `key` already had `limit` events in the window before `now`.
     pub fn admit(&mut self, key: &K, now: Instant) -> bool {
-        if self.limit == 0 {
+        self.admit_up_to(key, now, self.limit)
+    }
+
+    /// [`Self::admit`] with a limit of its own for this call (a study's own limit, #15 point
+    /// 2); the window is the same.
+    pub fn admit_up_to(&mut self, key: &K, now: Instant, limit: u32) -> bool {
+        if limit == 0 {
             return true;
         }
         let window = self.window;
@@ -44,7 +50,7 @@ impl<K: Eq + Hash + Clone> RateWindow<K> {
         while queue.front().is_some_and(|at| !fresh(at)) {
             queue.pop_front();
         }
-        if queue.len() >= self.limit as usize {
+        if queue.len() >= limit as usize {
             return false;
         }
         queue.push_back(now);
@@ -53,8 +59,13 @@ impl<K: Eq + Hash + Clone> RateWindow<K> {
 
     /// When `key` may next be admitted (`None`: now).
     pub fn retry_after(&self, key: &K, now: Instant) -> Option<Duration> {
+        self.retry_after_up_to(key, now, self.limit)
+    }
+
+    /// [`Self::retry_after`] under the limit of [`Self::admit_up_to`].
+    pub fn retry_after_up_to(&self, key: &K, now: Instant, limit: u32) -> Option<Duration> {
         let queue = self.events.get(key)?;
-        if self.limit == 0 || queue.len() < self.limit as usize {
+        if limit == 0 || queue.len() < limit as usize {
             return None;
         }
         let oldest = *queue.front()?;

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod cohorts;
 pub mod columns;
 pub mod db;
+pub mod doors;
 pub mod instruments;
 pub mod invites;
 pub mod model_runs;

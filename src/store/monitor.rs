@@ -54,58 +54,133 @@ pub struct Completion {
     pub flags: Vec<&'static str>,
 }
 
+/// How far participants got (issue #15, point 5): per survey page from consent on, how many
+/// reached it and how many are on it now. Live participants only (not pilots, not imported).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FunnelStep {
+    pub page: Page,
+    pub reached: i64,
+    /// Active participants whose current page this is (some still answering, some gone
+    /// without a word: their places are released when their reservation runs out).
+    pub here_now: i64,
+}
+
+/// Live completions per time bucket, oldest first, without gaps (empty buckets are 0).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Timeline {
+    /// The bucket width in seconds (a minute up to a week, chosen for at most
+    /// [`TIMELINE_BUCKETS`] buckets).
+    pub width_seconds: i64,
+    pub buckets: Vec<(NaiveDateTime, i64)>,
+}
+
+/// The evidence counts on the monitor: one block, fed by [`evidence_counts`] alone, so more
+/// signals (issue #15, point 3) join it there. Non-pilot participants.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct EvidenceCounts {
+    pub straightline: i64,
+    pub fast: i64,
+    /// Failed the attention check and went on (the study does not end the survey on it).
+    pub failed_check_continued: i64,
+    /// Failed the attention check and the survey ended there.
+    pub failed_check_ended: i64,
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Monitor {
     pub counts: StatusCounts,
     pub situations: Vec<SituationProgress>,
     pub factors: Vec<FactorProgress>,
     pub median_seconds: Option<i64>,
-    pub flag_straightline: i64,
-    pub flag_fast: i64,
-    pub flag_failed_check: i64,
+    pub evidence: EvidenceCounts,
     pub latest: Vec<Completion>,
+    pub funnel: Vec<FunnelStep>,
+    pub timeline: Timeline,
+    /// Participants who withdrew (their answers are deleted, and so is where they stopped).
+    pub withdrawn_live: i64,
+    /// A study of imported participants only, never opened: no target, no link.
+    pub imported_only: bool,
 }
+
+/// At most this many bars in the completions-over-time chart.
+pub const TIMELINE_BUCKETS: i64 = 60;
+
+/// The survey pages a consenting participant goes through, in order (the funnel's rows).
+pub const FUNNEL_PAGES: [Page; 7] = [
+    Page::Demographics,
+    Page::PanasBefore,
+    Page::Situation,
+    Page::PanasAfter,
+    Page::Check,
+    Page::Debrief,
+    Page::Done,
+];
 
 /// The median completion time is taken over this many latest completions.
 pub const MEDIAN_OF_LATEST: i64 = 2_000;
 
 pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
-    let counts = status_counts(conn, study)?;
+    let (counts, funnel, withdrawn_live) = status_counts(conn, study)?;
     let (situations, factors) = progress(conn, study)?;
     let median_seconds = median_seconds(conn, study)?;
-    let flag_straightline = flag_count(conn, study, Flag::Straightline)?;
-    let flag_fast = flag_count(conn, study, Flag::Fast)?;
-    let flag_failed_check = flag_count(conn, study, Flag::FailedCheck)?;
-    let latest = latest_completions(conn, study)?;
+    let evidence = evidence_counts(conn, study)?;
+    let live = counts.active
+        + counts.completed
+        + counts.withdrawn
+        + counts.no_consent
+        + counts.failed_check
+        + counts.screened_out
+        - counts.imported;
+    let imported_only = counts.imported > 0 && live == 0 && study.opened_at.is_none();
+    let latest = latest_completions(conn, study, imported_only)?;
+    let timeline = timeline(conn, study)?;
     Ok(Monitor {
         counts,
         situations,
         factors,
         median_seconds,
-        flag_straightline,
-        flag_fast,
-        flag_failed_check,
+        evidence,
         latest,
+        funnel,
+        timeline,
+        withdrawn_live,
+        imported_only,
     })
 }
 
-fn status_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<StatusCounts> {
+/// Counts by status, the funnel and the live withdrawals, from one grouped scan of the study's
+/// participants (status, page, imported).
+fn status_counts(
+    conn: &mut DbConnection,
+    study: &Study,
+) -> QueryResult<(StatusCounts, Vec<FunnelStep>, i64)> {
     let mut counts = StatusCounts::default();
     // "Active" counts from consent on (issue #14, point 6): a participant still on the consent
     // page (made by an older version, when opening the link made one) has agreed to nothing.
-    let by_status: Vec<(ParticipantStatus, i64)> = participants::table
+    let groups: Vec<(ParticipantStatus, Page, bool, i64)> = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::page.ne(Page::Consent))
         // Pilots count nowhere but in their own line (issue #13, point 4).
         .filter(participants::pilot.eq(false))
-        .group_by(participants::status)
-        .select((participants::status, diesel::dsl::count_star()))
+        .group_by((
+            participants::status,
+            participants::page,
+            participants::imported,
+        ))
+        .select((
+            participants::status,
+            participants::page,
+            participants::imported,
+            diesel::dsl::count_star(),
+        ))
         .load(conn)
         .map_err(corrupt_row(
             "participants",
             format!("of study {}", study.id),
         ))?;
-    for (status, n) in by_status {
+    let mut furthest: Vec<(usize, i64, bool)> = Vec::new();
+    let mut withdrawn_live = 0;
+    for &(status, page, imported, n) in &groups {
         let slot = match status {
             ParticipantStatus::Active => &mut counts.active,
             ParticipantStatus::Completed => &mut counts.completed,
@@ -114,19 +189,47 @@ fn status_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<StatusCo
             ParticipantStatus::FailedCheck => &mut counts.failed_check,
             ParticipantStatus::ScreenedOut => &mut counts.screened_out,
         };
-        *slot = n;
+        *slot += n;
+        if imported {
+            counts.imported += n;
+            continue;
+        }
+        // The furthest page each live participant reached: where an active one is now, the
+        // check for one who failed it there, the end for one who completed. Declined and
+        // screened-out participants never got past consent; a withdrawal keeps no page.
+        let reached = match status {
+            ParticipantStatus::Active => FUNNEL_PAGES.iter().position(|p| *p == page),
+            ParticipantStatus::FailedCheck => FUNNEL_PAGES.iter().position(|p| *p == Page::Check),
+            ParticipantStatus::Completed => Some(FUNNEL_PAGES.len() - 1),
+            ParticipantStatus::Withdrawn => {
+                withdrawn_live += n;
+                None
+            }
+            ParticipantStatus::NoConsent | ParticipantStatus::ScreenedOut => None,
+        };
+        if let Some(i) = reached {
+            furthest.push((i, n, status == ParticipantStatus::Active));
+        }
     }
-    counts.imported = participants::table
-        .filter(participants::study_id.eq(study.id))
-        .filter(participants::imported.eq(true))
-        .count()
-        .get_result(conn)?;
+    let funnel = FUNNEL_PAGES
+        .iter()
+        .enumerate()
+        .map(|(i, &page)| FunnelStep {
+            page,
+            reached: furthest.iter().filter(|f| f.0 >= i).map(|f| f.1).sum(),
+            here_now: furthest
+                .iter()
+                .filter(|f| f.0 == i && f.2)
+                .map(|f| f.1)
+                .sum(),
+        })
+        .collect();
     counts.pilot = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::pilot.eq(true))
         .count()
         .get_result(conn)?;
-    Ok(counts)
+    Ok((counts, funnel, withdrawn_live))
 }
 
 /// Key, emotion, factor, emotion position and factor index of each situation of the set.
@@ -215,35 +318,153 @@ fn median_seconds(conn: &mut DbConnection, study: &Study) -> QueryResult<Option<
     })
 }
 
-/// The quality flags a participant can carry.
-#[derive(Debug, Clone, Copy)]
-enum Flag {
-    Straightline,
-    Fast,
-    FailedCheck,
-}
-
-fn flag_count(conn: &mut DbConnection, study: &Study, which: Flag) -> QueryResult<i64> {
-    let q = participants::table
+/// The evidence block's counts: one grouped scan over the flags and the status.
+pub fn evidence_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<EvidenceCounts> {
+    let groups: Vec<(bool, bool, bool, ParticipantStatus, i64)> = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::pilot.eq(false))
-        .into_boxed();
-    let q = match which {
-        Flag::Straightline => q.filter(participants::flag_straightline.eq(true)),
-        Flag::Fast => q.filter(participants::flag_fast.eq(true)),
-        Flag::FailedCheck => q.filter(participants::flag_failed_check.eq(true)),
-    };
-    q.count().get_result(conn)
+        .group_by((
+            participants::flag_straightline,
+            participants::flag_fast,
+            participants::flag_failed_check,
+            participants::status,
+        ))
+        .select((
+            participants::flag_straightline,
+            participants::flag_fast,
+            participants::flag_failed_check,
+            participants::status,
+            diesel::dsl::count_star(),
+        ))
+        .load(conn)
+        .map_err(corrupt_row(
+            "participants",
+            format!("of study {}", study.id),
+        ))?;
+    let mut e = EvidenceCounts::default();
+    for (straight, fast, check, status, n) in groups {
+        if straight {
+            e.straightline += n;
+        }
+        if fast {
+            e.fast += n;
+        }
+        if status == ParticipantStatus::FailedCheck {
+            e.failed_check_ended += n;
+        } else if check {
+            e.failed_check_continued += n;
+        }
+    }
+    Ok(e)
 }
 
-/// The ten latest live completions, newest first.
-fn latest_completions(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec<Completion>> {
+/// Bucket widths for the completions chart: a minute up to a week.
+const WIDTHS: [i64; 9] = [
+    60,
+    300,
+    900,
+    3600,
+    3 * 3600,
+    6 * 3600,
+    86_400,
+    2 * 86_400,
+    7 * 86_400,
+];
+
+#[derive(diesel::QueryableByName)]
+struct BucketRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    bucket: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// Live completions over time: the first and last completion (the (study, completed_at)
+/// index), a width for at most [`TIMELINE_BUCKETS`] buckets, then one grouped scan.
+fn timeline(conn: &mut DbConnection, study: &Study) -> QueryResult<Timeline> {
+    use diesel::sql_types::{BigInt, Bool, Text};
+    let edge = |conn: &mut DbConnection, first: bool| {
+        let q = participants::table
+            .filter(participants::study_id.eq(study.id))
+            .filter(participants::completed_at.is_not_null())
+            .filter(participants::status.eq(ParticipantStatus::Completed))
+            .filter(participants::imported.eq(false))
+            .filter(participants::pilot.eq(false))
+            .select(participants::completed_at)
+            .into_boxed();
+        let q = if first {
+            q.order(participants::completed_at.asc())
+        } else {
+            q.order(participants::completed_at.desc())
+        };
+        q.first::<Option<NaiveDateTime>>(conn)
+            .optional()
+            .map(Option::flatten)
+    };
+    let (Some(first), Some(last)) = (edge(conn, true)?, edge(conn, false)?) else {
+        return Ok(Timeline::default());
+    };
+    let span = (last - first).num_seconds().max(1);
+    let width = WIDTHS
+        .into_iter()
+        .find(|w| span / w < TIMELINE_BUCKETS)
+        .unwrap_or(WIDTHS[WIDTHS.len() - 1]);
+    let rows: Vec<BucketRow> = match conn {
+        DbConnection::Sqlite(c) => diesel::sql_query(
+            "SELECT CAST(strftime('%s', completed_at) AS INTEGER) / ?1 AS bucket, \
+                    COUNT(*) AS n \
+             FROM participants \
+             WHERE study_id = ?2 AND status = ?3 AND completed_at IS NOT NULL \
+               AND imported = ?4 AND pilot = ?4 \
+             GROUP BY bucket ORDER BY bucket",
+        )
+        .bind::<BigInt, _>(width)
+        .bind::<BigInt, _>(study.id)
+        .bind::<Text, _>(ParticipantStatus::Completed)
+        .bind::<Bool, _>(false)
+        .load(c)?,
+        DbConnection::Postgresql(c) => diesel::sql_query(
+            "SELECT FLOOR(EXTRACT(EPOCH FROM completed_at))::BIGINT / $1 AS bucket, \
+                    COUNT(*) AS n \
+             FROM participants \
+             WHERE study_id = $2 AND status = $3 AND completed_at IS NOT NULL \
+               AND imported = $4 AND pilot = $4 \
+             GROUP BY bucket ORDER BY bucket",
+        )
+        .bind::<BigInt, _>(width)
+        .bind::<BigInt, _>(study.id)
+        .bind::<Text, _>(ParticipantStatus::Completed)
+        .bind::<Bool, _>(false)
+        .load(c)?,
+    };
+    let start = first.and_utc().timestamp() / width;
+    let end = last.and_utc().timestamp() / width;
+    let mut buckets = Vec::with_capacity(usize::try_from(end - start + 1).unwrap_or(0));
+    for b in start..=end {
+        let n = rows.iter().find(|r| r.bucket == b).map_or(0, |r| r.n);
+        let at = chrono::DateTime::from_timestamp(b * width, 0)
+            .map(|t| t.naive_utc())
+            .unwrap_or(first);
+        buckets.push((at, n));
+    }
+    Ok(Timeline {
+        width_seconds: width,
+        buckets,
+    })
+}
+
+/// The ten latest live completions, newest first; of an imported study, its imported ones.
+fn latest_completions(
+    conn: &mut DbConnection,
+    study: &Study,
+    imported: bool,
+) -> QueryResult<Vec<Completion>> {
     Ok(participants::table
         .left_join(situations::table)
         .filter(participants::study_id.eq(study.id))
         .filter(participants::completed_at.is_not_null())
         .filter(participants::status.eq(ParticipantStatus::Completed))
-        .filter(participants::imported.eq(false))
+        .filter(participants::imported.eq(imported))
         .filter(participants::pilot.eq(false))
         .order(participants::completed_at.desc())
         .limit(10)

@@ -481,3 +481,28 @@ diesel::table! {
         received_at -> Timestamp,
     }
 }
+
+diesel::table! {
+    /// Identity at the door, per study (`store::doors`, #15 point 2).
+    study_doors (study_id) {
+        study_id -> BigInt,
+        require_token -> Bool,
+        token_audience -> Nullable<Text>,
+        token_workspace_id -> Nullable<Text>,
+        prolific_only -> Bool,
+        address_limit -> Nullable<Integer>,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// The earlier studies whose Prolific ids a study turns away (`store::doors`).
+    study_door_exclusions (study_id, excluded_study_id) {
+        study_id -> BigInt,
+        excluded_study_id -> BigInt,
+    }
+}
+
+// The settings page lists the excluded studies by slug; the door looks ids up in them.
+diesel::allow_tables_to_appear_in_same_query!(study_door_exclusions, studies);
+diesel::allow_tables_to_appear_in_same_query!(study_door_exclusions, participants);

@@ -11,9 +11,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
 use super::context::{self, SurveyContext};
+use super::door;
 use super::pages::{self, Visit};
 use crate::app::survey::{self as survey_app, Arrived};
 use crate::domain::assignment::mix_seed;
+use crate::domain::prolific_token::TOKEN_PARAM;
 use crate::domain::prompt::{canonical_order, shuffled_order};
 use crate::domain::study::StudyStatus;
 use crate::domain::survey::{ExternalId, Page, SessionKey};
@@ -32,13 +34,14 @@ pub const SESSION_ID_FIELD: &str = "prolific_session_id";
 /// The pilot token (the query parameter of the consent page and the form's hidden field).
 pub const PILOT_FIELD: &str = "pilot";
 /// Every field a visitor's consent form sends besides the answer.
-const VISITOR_FIELDS: [&str; 6] = [
+const VISITOR_FIELDS: [&str; 7] = [
     csrf::FIELD,
     VISIT_FIELD,
     PID_FIELD,
     STUDY_ID_FIELD,
     SESSION_ID_FIELD,
     PILOT_FIELD,
+    door::DOOR_FIELD,
 ];
 /// The random part of a visit id is this many ASCII letters and digits.
 const VISIT_NONCE_LEN: usize = 24;
@@ -57,6 +60,33 @@ struct LinkIds {
     pid: Option<String>,
     study_id: Option<String>,
     session_id: Option<String>,
+    /// Prolific's signed `prolific_token` (checked by the door when the study requires it).
+    token: Option<String>,
+}
+
+impl LinkIds {
+    fn door(&self) -> door::Ids<'_> {
+        door::Ids {
+            pid: self.pid.as_deref(),
+            study_id: self.study_id.as_deref(),
+            session_id: self.session_id.as_deref(),
+            token: self.token.as_deref(),
+        }
+    }
+}
+
+/// A `prolific_token` value as a JWT can be (base64url parts and dots); anything else is no
+/// token, which the door refuses where one is required.
+fn token(query: &HashMap<String, String>) -> Option<String> {
+    query
+        .get(TOKEN_PARAM)
+        .filter(|t| {
+            !t.is_empty()
+                && t.len() <= crate::domain::prolific_token::MAX_TOKEN_LEN
+                && t.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        })
+        .cloned()
 }
 
 fn external(name: &str, value: Option<&String>) -> Result<Option<String>, AppError> {
@@ -77,16 +107,20 @@ fn link_ids(study: &Study, query: &HashMap<String, String>) -> Result<LinkIds, A
         pid: external(&study.pid_param, query.get(&study.pid_param))?,
         study_id: external(&study.study_id_param, query.get(&study.study_id_param))?,
         session_id: external(&study.session_id_param, query.get(&study.session_id_param))?,
+        token: token(query),
     })
 }
 
-/// The consent page's URL, carrying the link's ids on (only ids [`ExternalId`] accepted:
-/// letters, digits, `-` and `_`, so nothing needs escaping).
+/// The consent page's URL, carrying the link's ids and token on (only ids [`ExternalId`]
+/// accepted: letters, digits, `-` and `_`, and tokens of base64url and dots, so nothing needs
+/// escaping).
 fn consent_url(study: &Study, ids: &LinkIds) -> String {
+    let token_param = TOKEN_PARAM.to_owned();
     let params: Vec<String> = [
         (&study.pid_param, &ids.pid),
         (&study.study_id_param, &ids.study_id),
         (&study.session_id_param, &ids.session_id),
+        (&token_param, &ids.token),
     ]
     .into_iter()
     .filter_map(|(name, v)| v.as_ref().map(|v| format!("{name}={v}")))
@@ -161,8 +195,20 @@ pub async fn get(
                     ctx.key.clone().map(|k| (p, k))
                 }
                 // Another browser, or one that holds someone else's cookie: it may continue
-                // this participant by the id, with a key that cannot withdraw them.
-                Some(p) => Some(resumed(&state, p).await?),
+                // this participant by the id, with a key that cannot withdraw them (where the
+                // study requires Prolific's token, only with a valid one: an id alone is no
+                // proof).
+                Some(p) => {
+                    let d = door::settings(&state, &study).await?;
+                    if d.require_token {
+                        if let Err(refusal) =
+                            door::verify_token(&state, &study, &d, &ids.door()).await
+                        {
+                            return refusal.page(&study);
+                        }
+                    }
+                    Some(resumed(&state, p).await?)
+                }
                 None => None,
             }
         }
@@ -217,13 +263,28 @@ pub async fn consent_form(
     if let Some(page) = closed(&state, &ctx.study, ids.pid.is_some(), pilot.is_some()).await? {
         return Ok(page);
     }
+    // The door (pilots pass): the Prolific id this visit may start as.
+    let (pid, require_token) = if pilot.is_some() {
+        (ids.pid.clone(), false)
+    } else {
+        let d = door::settings(&state, &ctx.study).await?;
+        match door::at_consent_page(&state, &ctx.study, &d, &ids.door()).await? {
+            Ok(pid) => (pid, d.require_token),
+            Err(refusal) => return refusal.page(&ctx.study),
+        }
+    };
     let (token, new_token) = csrf::token(&req);
+    let visit_id = context::new_visit(
+        &state,
+        &crate::auth::password::random_secret(VISIT_NONCE_LEN),
+    );
     let visit = Visit {
-        id: context::new_visit(
-            &state,
-            &crate::auth::password::random_secret(VISIT_NONCE_LEN),
-        ),
-        prolific_pid: ids.pid,
+        door: pid
+            .as_deref()
+            .filter(|_| require_token)
+            .map(|p| door::mark(&state, &visit_id, p)),
+        id: visit_id,
+        prolific_pid: pid,
         prolific_study_id: ids.study_id,
         prolific_session_id: ids.session_id,
         pilot,
@@ -312,10 +373,25 @@ pub async fn consent(
     if let Some(page) = closed(&state, &study, prolific, arrival.pilot).await? {
         return Ok(page);
     }
-    // Pilots come from the researchers, who hold the link's token: not limited per address.
-    let addr = crate::web::request::client_addr(&req, &state.settings.trusted_proxies);
+    // Pilots come from the researchers, who hold the link's token: not checked at the door
+    // nor limited per address.
     if !arrival.pilot {
-        if let Err(wait) = state.admit_new_participant(&addr) {
+        let d = door::settings(&state, &study).await?;
+        let refusal = door::at_consent_answer(
+            &state,
+            &study,
+            &d,
+            visit,
+            arrival.prolific_pid.as_deref(),
+            field(&fields, door::DOOR_FIELD).map(String::as_str),
+        )
+        .await?;
+        if let Some(refusal) = refusal {
+            return refusal.page(&study);
+        }
+        let addr = crate::web::request::client_addr(&req, &state.settings.trusted_proxies);
+        let limit = d.limit(state.settings.new_participants_per_address);
+        if let Err(wait) = state.admit_new_participant(study.id, limit, &addr) {
             return too_many(&study, wait);
         }
     }

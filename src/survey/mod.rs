@@ -2,6 +2,7 @@
 //! `domain::survey`. Every page works without JavaScript.
 
 pub mod context;
+pub mod door;
 pub mod entry;
 pub mod pages;
 

@@ -85,6 +85,9 @@ pub(super) struct Visit {
     pub prolific_session_id: Option<String>,
     /// The study's pilot token, when the page came through its pilot link.
     pub pilot: Option<String>,
+    /// The door's MAC of this visit and its verified Prolific id (`survey::door`), when the
+    /// study requires Prolific's token.
+    pub door: Option<String>,
 }
 
 /// The consent page, for a browser with no participant yet.

@@ -7,6 +7,7 @@ pub mod assets;
 pub mod csrf;
 pub mod error;
 pub mod home;
+pub mod jwks;
 pub mod prolific_hook;
 pub mod render;
 pub mod request;

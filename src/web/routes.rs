@@ -91,6 +91,8 @@ route_table! {
         get  "/studies/{study}/edit"              => admin::studies::edit_form, Admin;
         post "/studies/{study}"                   => admin::studies::update, Admin;
         post "/studies/{study}/status"            => admin::studies::set_status, Admin;
+        get  "/studies/{study}/door"              => admin::doors::form, Admin;
+        post "/studies/{study}/door"              => admin::doors::save, Admin;
         get  "/studies/{study}/delete"            => admin::studies::delete_form, Admin;
         post "/studies/{study}/delete"            => admin::studies::delete, Admin;
         get  "/studies/{study}/participants/delete" => admin::studies::confirm_delete_participant, Admin;

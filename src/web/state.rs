@@ -44,9 +44,12 @@ pub struct AppState {
     /// on this database (`app::accounts::form_key`). Read once at start-up: the survey's page
     /// requests stay one trip to the database each.
     form_key: Arc<[u8]>,
-    /// New participants per client address in the configured window (issue #14, point 6).
-    /// Per process: behind several `serve` processes each counts its own share.
-    new_participants: Arc<std::sync::Mutex<RateWindow<String>>>,
+    /// New participants per study and client address in the configured window (issue #14,
+    /// point 6; the limit is the study's own when its door sets one, #15 point 2). Per
+    /// process: behind several `serve` processes each counts its own share.
+    new_participants: Arc<std::sync::Mutex<RateWindow<(StudyId, String)>>>,
+    /// Prolific's token-signing keys (`web::jwks`).
+    pub jwks: Arc<crate::web::jwks::JwksCache>,
 }
 
 /// How long a cached study row is used before it is read again.
@@ -120,6 +123,9 @@ impl AppState {
         );
         Ok(Self {
             new_participants: Arc::new(std::sync::Mutex::new(new_participants)),
+            jwks: Arc::new(crate::web::jwks::JwksCache::new(
+                settings.prolific_jwks_url.clone(),
+            )),
             pool,
             settings,
             instruments: Arc::default(),
@@ -141,9 +147,16 @@ impl AppState {
         &self.form_key
     }
 
-    /// Counts a new participant from client address `addr`: `Err(wait)` when that address
-    /// has started its limit of participants in the window (nothing is counted then).
-    pub fn admit_new_participant(&self, addr: &str) -> Result<(), std::time::Duration> {
+    /// Counts a new participant of `study` from client address `addr` under `limit` (the
+    /// study's, or the server's `new_participants_per_address`; 0: none): `Err(wait)` when
+    /// that address has started its limit of participants in the window (nothing is counted
+    /// then).
+    pub fn admit_new_participant(
+        &self,
+        study: StudyId,
+        limit: u32,
+        addr: &str,
+    ) -> Result<(), std::time::Duration> {
         let now = std::time::Instant::now();
         // A poisoned lock (a panic while holding it) must not turn every newcomer away, nor
         // let every one in: the window itself is still consistent, so keep using it.
@@ -151,11 +164,13 @@ impl AppState {
             .new_participants
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let key = addr.to_owned();
-        if window.admit(&key, now) {
+        let key = (study, addr.to_owned());
+        if window.admit_up_to(&key, now, limit) {
             Ok(())
         } else {
-            Err(window.retry_after(&key, now).unwrap_or_default())
+            Err(window
+                .retry_after_up_to(&key, now, limit)
+                .unwrap_or_default())
         }
     }
 

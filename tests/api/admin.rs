@@ -86,6 +86,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("get", "/admin/studies/{study}/edit", Access::Admin),
     ("post", "/admin/studies/{study}", Access::Admin),
     ("post", "/admin/studies/{study}/status", Access::Admin),
+    ("get", "/admin/studies/{study}/door", Access::Admin),
+    ("post", "/admin/studies/{study}/door", Access::Admin),
     ("get", "/admin/studies/{study}/delete", Access::Admin),
     ("post", "/admin/studies/{study}/delete", Access::Admin),
     (

@@ -1755,3 +1755,116 @@ fn the_prolific_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
 }
 
 on_both_backends!(the_prolific_pages_pass_axe_on_a_phone_and_a_desktop);
+
+/// The monitor (#15 point 5) of a running study (completions spread over hours, people on
+/// several pages, a withdrawal), of an imported study, the door settings page and a door's
+/// refusal page, at 360 and 1280 px: axe 0 serious or critical on each; the screenshots
+/// (target/screenshots/admin-monitor-*.png) are for a person to look at.
+fn a_real_browser_reads_the_monitor_and_the_door_pages(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let backend = backend_name(&db);
+    let app = spawn_app(db);
+    make_study(&app, "mon", |_| {});
+    make_study(&app, "po", |_| {});
+    for i in 0..14 {
+        crate::survey::walk_to(
+            &app.browser(),
+            &format!("/s/mon?PROLIFIC_PID=done{i}"),
+            "done",
+        );
+    }
+    for (i, page) in ["feelings-now", "feelings-now", "situation", "check"]
+        .into_iter()
+        .enumerate()
+    {
+        crate::survey::walk_to(&app.browser(), &format!("/s/mon?PROLIFIC_PID=on{i}"), page);
+    }
+    {
+        use schema::participants as p;
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let rows: Vec<(i64, Option<NaiveDateTime>)> = p::table
+            .filter(p::completed_at.is_not_null())
+            .select((p::id, p::completed_at))
+            .order(p::id)
+            .load(&mut conn)
+            .unwrap();
+        for (i, (id, at)) in rows.into_iter().enumerate() {
+            let at = at.unwrap() - chrono::Duration::minutes(i as i64 * 47 % 600);
+            diesel::update(p::table.find(id))
+                .set((p::completed_at.eq(at), p::flag_fast.eq(i % 5 == 0)))
+                .execute(&mut conn)
+                .unwrap();
+        }
+        emotionbench::app::demo::generate_study(&mut conn, "imp", 30, 4).unwrap();
+        let imp: i64 = schema::studies::table
+            .filter(schema::studies::slug.eq("imp"))
+            .select(schema::studies::id)
+            .first(&mut conn)
+            .unwrap();
+        diesel::update(p::table.filter(p::study_id.eq(imp)))
+            .set(p::imported.eq(true))
+            .execute(&mut conn)
+            .unwrap();
+        let po = studies::load(&mut conn, "po").unwrap().unwrap();
+        let door = emotionbench::domain::door::DoorSettings {
+            prolific_only: true,
+            ..Default::default()
+        };
+        emotionbench::store::doors::save(&mut conn, po.id, &door, &[]).unwrap();
+    }
+    crate::admin::add_user(
+        &app,
+        "monitor@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    let base = app.base.clone();
+    let mut failures = Vec::new();
+    let mut pages = 0;
+    for viewport in [(360, 740), (1280, 800)] {
+        let Some(chrome) = Chrome::start_at(viewport) else {
+            return;
+        };
+        let c = &chrome;
+        let mut audit = Audit::new(c, axe.clone(), backend);
+        sign_in(c, &base, "monitor@example.org", crate::admin::PASSWORD);
+        c.goto(&format!("{base}/admin/studies/mon"));
+        c.wait_for(&base, "/admin/studies/mon");
+        let source = c.source();
+        assert!(
+            source.contains("<svg") && source.contains("Completions per"),
+            "{source}"
+        );
+        assert!(source.contains("How far participants got"), "{source}");
+        audit.check_with("admin monitor", ADMIN_LAYOUT);
+        // The chart and the funnel, for a person to look at.
+        for part in ["over-time", "funnel"] {
+            c.exec(
+                "document.getElementById(arguments[0]).scrollIntoView()",
+                json!([part]),
+            );
+            c.screenshot(&target_dir().join(format!(
+                "screenshots/admin-monitor-{part}-{}x{}-{backend}.png",
+                viewport.0, viewport.1
+            )));
+        }
+        c.goto(&format!("{base}/admin/studies/imp"));
+        c.wait_for(&base, "/admin/studies/imp");
+        let source = c.source();
+        assert!(source.contains("Imported data"), "{source}");
+        assert!(!source.contains("Participant link"), "{source}");
+        audit.check_with("admin monitor imported", ADMIN_LAYOUT);
+        c.goto(&format!("{base}/admin/studies/mon/door"));
+        c.wait_for(&base, "/admin/studies/mon/door");
+        audit.check_with("admin door settings", ADMIN_LAYOUT);
+        c.goto(&format!("{base}/s/po"));
+        c.wait_for_text("only for Prolific participants");
+        audit.check("door refusal");
+        pages += audit.pages.len();
+        failures.extend(audit.failures);
+    }
+    assert_eq!(pages, 8);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+on_both_backends!(a_real_browser_reads_the_monitor_and_the_door_pages);

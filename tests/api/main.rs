@@ -14,6 +14,7 @@ mod budget;
 mod cli;
 mod corrupt;
 mod crash;
+mod door;
 mod exports;
 mod faults;
 mod finetune;

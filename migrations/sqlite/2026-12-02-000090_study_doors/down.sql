@@ -1,0 +1,2 @@
+DROP TABLE study_door_exclusions;
+DROP TABLE study_doors;
