@@ -146,7 +146,8 @@ pub fn linked(conn: &mut DbConnection, study: StudyId) -> QueryResult<Vec<Linked
 
 /// The participant a webhook's submission names: by the session id our link carried (the
 /// submission id is "the ID we pass to the survey platform using %SESSION_ID%"), else the one
-/// active participant with that Prolific id.
+/// active participant with that Prolific id who came through the link of a study drafted on
+/// Prolific here (its STUDY_ID parameter is that Prolific study's id).
 pub fn for_submission(
     conn: &mut DbConnection,
     submission_id: &str,
@@ -171,8 +172,13 @@ pub fn for_submission(
     let Some(pid) = prolific_pid else {
         return Ok(None);
     };
+    let drafted: Vec<String> = prolific_studies::table
+        .filter(prolific_studies::prolific_study_id.is_not_null())
+        .select(prolific_studies::prolific_study_id.assume_not_null())
+        .load(conn)?;
     let active: Vec<Linked> = participants::table
         .filter(participants::prolific_pid.eq(pid))
+        .filter(participants::prolific_study_id.eq_any(drafted))
         .filter(participants::status.eq(ParticipantStatus::Active))
         .filter(participants::pilot.eq(false))
         .select(select)

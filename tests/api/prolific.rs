@@ -579,6 +579,47 @@ fn a_signed_return_releases_the_place_for_the_next_arrival(db: TestDb) {
         "{}",
         rec.body
     );
+
+    // A time-out releases too.
+    let body = event("pB", "TIMED-OUT");
+    let h = FakeProlific::webhook_headers(HOOK_SECRET, "evt-6", ts, &body);
+    assert_eq!(hook(&app, &h, &body), (200, "released\n".to_owned()));
+    assert!(participant(&app, "pB").reserved_until.is_none());
+    // Without a webhook, the reconciliation's release does it (the CLI here; the page's
+    // button in the browser test): pC returned there, only pC is released.
+    fake.set_status("ses-pC", "RETURNED");
+    let out = ok(pcli(
+        &app,
+        &fake,
+        &["reconcile", "--study", "hook", "--release"],
+    ));
+    assert!(
+        out.contains("active here, RETURNED there: release the reservation"),
+        "{out}"
+    );
+    assert!(out.contains("released 1 reservation(s)"), "{out}");
+    assert!(participant(&app, "pC").reserved_until.is_none());
+    assert!(participant(&app, "pD").reserved_until.is_some());
+    assert_eq!(audit_actions(&app, "prolific.release").len(), 3);
+
+    // A submission id we never saw: the Prolific id alone finds a participant only if they
+    // came through this Prolific study's link (STUDY_ID = its id). pD came with "ps1": kept.
+    let body = serde_json::json!({"resource_id": "sub-unseen", "event_type":
+        "submission.status.change", "participant_id": "pD", "status": "RETURNED"})
+    .to_string();
+    let h = FakeProlific::webhook_headers(HOOK_SECRET, "evt-7", ts, &body);
+    assert_eq!(hook(&app, &h, &body), (200, "recorded\n".to_owned()));
+    assert!(participant(&app, "pD").reserved_until.is_some());
+    crate::survey::walk_to(
+        &app.browser(),
+        &format!("/s/hook?PROLIFIC_PID=pG&STUDY_ID={id}&SESSION_ID=ses-other"),
+        "demographics",
+    );
+    assert!(participant(&app, "pG").reserved_until.is_some());
+    let body = body.replace("pD", "pG");
+    let h = FakeProlific::webhook_headers(HOOK_SECRET, "evt-8", ts, &body);
+    assert_eq!(hook(&app, &h, &body), (200, "released\n".to_owned()));
+    assert!(participant(&app, "pG").reserved_until.is_none());
 }
 
 fn a_429_with_retry_after_is_waited_out(db: TestDb) {
