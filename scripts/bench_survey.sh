@@ -16,7 +16,7 @@ think="${THINK_MS:-0}"
 ramp="${RAMP_MS:-0}"
 levels="${LEVELS:-10 50 200}"
 backends="${BACKENDS:-sqlite postgres}"
-bin=target/release/emotionbench
+bin="${BIN:-target/release/emotionbench}"
 [ -x "$bin" ] || cargo build --release
 pg_admin="${EMOTIONBENCH_TEST_PG:-postgres://postgres@127.0.0.1:5432/test}"
 tmp="$(mktemp -d)"
@@ -42,6 +42,7 @@ one_run() {
     url="${pg_admin%/*}/$db"
   fi
   DATABASE_URL="$url" "$bin" bench prepare-study --slug bench >/dev/null
+  [ -z "${PG_SETUP_SQL:-}" ] || [ -z "$db" ] || psql "${pg_admin%/*}/$db" -q -c "$PG_SETUP_SQL"
   local port
   port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
   DATABASE_URL="$url" EMOTIONBENCH_NEW_PARTICIPANTS_PER_ADDRESS=0 EMOTIONBENCH_LOG=warn "$bin" serve --bind "127.0.0.1:$port" &

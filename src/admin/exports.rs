@@ -6,7 +6,8 @@ use std::io::Write;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use actix_web::{HttpResponse, web};
+use actix_web::http::Method;
+use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
@@ -75,6 +76,7 @@ pub struct ExportQuery {
 
 /// `GET /admin/studies/{study}/export/{long|wide|codebook}.csv[?status=completed|all][&raw=1][&pilot=1]`
 pub async fn download(
+    req: HttpRequest,
     state: web::Data<AppState>,
     user: Researcher,
     path: web::Path<(String, String)>,
@@ -120,6 +122,19 @@ pub async fn download(
     {
         return Err(AppError::NotFound);
     }
+    let mut head = HttpResponse::Ok()
+        .content_type("text/csv; charset=utf-8")
+        .insert_header((
+            "Content-Disposition",
+            format!("attachment; filename=\"{slug}-{}.csv\"", kind.as_str()),
+        ))
+        .insert_header(("Cache-Control", "no-store"))
+        .take();
+    // HEAD asks for the headers only: running (and auditing) the whole export for them would
+    // let a link checker or a prefetching proxy export the study.
+    if req.method() == Method::HEAD {
+        return Ok(head.finish());
+    }
     let (tx, rx) = mpsc::channel(8);
     let pool = state.pool.clone();
     let who = actor(user.session());
@@ -143,12 +158,5 @@ pub async fn download(
             let _ = tx.blocking_send(Err(std::io::Error::other(e)));
         }
     });
-    Ok(HttpResponse::Ok()
-        .content_type("text/csv; charset=utf-8")
-        .insert_header((
-            "Content-Disposition",
-            format!("attachment; filename=\"{slug}-{}.csv\"", kind.as_str()),
-        ))
-        .insert_header(("Cache-Control", "no-store"))
-        .streaming(Body(rx)))
+    Ok(head.streaming(Body(rx)))
 }

@@ -526,6 +526,11 @@ fn demographics_json(d: Vec<(String, String)>) -> String {
     serde_json::Value::Object(map).to_string()
 }
 
+/// The first key of the advisory lock that serialises a study's assignments on Postgres
+/// (the second is the study's id, modulo 2^31 - 1: two studies whose ids collide there only
+/// take turns at assigning); no other advisory lock of ours uses it.
+const ASSIGNMENT_LOCK: i32 = 1901;
+
 /// Moves `participant` from `from` to `to` and stores `effect`, all in one transaction.
 pub fn submit(
     conn: &mut DbConnection,
@@ -567,8 +572,15 @@ fn submit_in_tx(
         Effect::Consent => {
             if let super::DbConnection::Postgresql(_) = conn {
                 // Serialise assignments per study so two arrivals cannot both take the same
-                // least-filled situation.
-                diesel::sql_query("SELECT id FROM studies WHERE id = $1 FOR UPDATE")
+                // least-filled situation: a transaction-scoped advisory lock on the study
+                // (shared by every replica on this database), not a lock on its row. Every
+                // arriving participant's INSERT checks its foreign key with `FOR KEY SHARE` on
+                // that row; `FOR UPDATE` made each arrival wait for the consent before it
+                // (7 ms an INSERT at concurrency 200), and `FOR NO KEY UPDATE` beside the key
+                // sharers turned the row's lock into a multixact on every arrival (Postgres's
+                // CPU per participant up by half): BENCHMARKS.md, "Postgres: consents".
+                diesel::sql_query("SELECT pg_advisory_xact_lock($1, ($2 % 2147483647)::int)")
+                    .bind::<diesel::sql_types::Integer, _>(ASSIGNMENT_LOCK)
                     .bind::<diesel::sql_types::BigInt, _>(study.id)
                     .execute(conn)?;
             }

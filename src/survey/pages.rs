@@ -485,7 +485,7 @@ pub(super) async fn show(
         return Ok(see_other(&ctx.entry_url()));
     };
     // One trip to the database: the participant, the "shown" timestamp and, on the situation
-    // page, its text.
+    // page and the second questionnaire (which repeats it in one line), its text.
     let requested = Page::parse(page_name);
     let study_id = ctx.study.id;
     let Some((p, text)) = state
@@ -498,12 +498,6 @@ pub(super) async fn show(
     if requested != Some(current) {
         return Ok(see_other(&ctx.page_url(current)));
     }
-    // The second questionnaire repeats the situation in one line: one more read, on that page
-    // only.
-    let text = match (current, text) {
-        (Page::PanasAfter, None) => situation_text(state, &p).await?,
-        (_, text) => text,
-    };
     let (csrf, new) = csrf::token(req);
     let resp = if current == Page::Situation {
         let text = text.ok_or_else(|| {

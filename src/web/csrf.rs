@@ -16,6 +16,7 @@ use actix_web::{HttpRequest, web};
 use crate::auth::constant_time_eq;
 use crate::auth::password::random_secret;
 use crate::web::error::AppError;
+use crate::web::request;
 use crate::web::state::AppState;
 
 /// The cookie of the double-submit token over plain HTTP.
@@ -29,9 +30,15 @@ pub const FIELD: &str = "csrf";
 const NONCE_LEN: usize = 24;
 const MAC_HEX: usize = 32;
 
-/// Whether the request came over HTTPS (cookies are then marked `Secure`).
+/// Whether the request came over HTTPS (cookies are then marked `Secure`): the connection's
+/// scheme, or a trusted proxy's `X-Forwarded-Proto` ([`request::scheme`]); without the
+/// application's state (never in the server) no proxy is trusted.
 pub fn is_https(req: &HttpRequest) -> bool {
-    req.connection_info().scheme() == "https"
+    let trusted = req
+        .app_data::<web::Data<AppState>>()
+        .map(|s| s.settings.trusted_proxies.as_slice())
+        .unwrap_or_default();
+    request::scheme(req, trusted) == "https"
 }
 
 /// The name of the double-submit cookie for this request: `__Host-` over HTTPS.

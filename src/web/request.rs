@@ -93,23 +93,39 @@ pub fn public_base(
             .last()
             .map(str::to_owned)
     };
-    let proxied = req
-        .peer_addr()
-        .is_some_and(|p| trusted.iter().any(|r| r.contains(p.ip())));
-    let forwarded = |name: &str| if proxied { header(name) } else { None };
-    let scheme = forwarded("x-forwarded-proto")
-        .filter(|s| s == "https" || s == "http")
-        .unwrap_or_else(|| {
-            if req.app_config().secure() {
-                "https".to_owned()
-            } else {
-                "http".to_owned()
-            }
-        });
+    let forwarded = |name: &str| if proxied(req, trusted) { header(name) } else { None };
     let host = forwarded("x-forwarded-host")
         .or_else(|| header("host"))
         .unwrap_or_else(|| req.app_config().host().to_owned());
-    format!("{scheme}://{host}")
+    format!("{}://{host}", scheme(req, trusted))
+}
+
+/// The scheme the client used: the connection's own, or, when the peer is a trusted proxy, the
+/// last `X-Forwarded-Proto` it set. actix's `connection_info().scheme()` believes that header
+/// from anyone, so a client on plain HTTP could name its own cookies `__Host-` and `Secure`.
+pub fn scheme(req: &actix_web::HttpRequest, trusted: &[IpRange]) -> &'static str {
+    let said = proxied(req, trusted)
+        .then(|| {
+            req.headers()
+                .get_all("x-forwarded-proto")
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .last()
+        })
+        .flatten();
+    match said {
+        Some(s) if s.eq_ignore_ascii_case("https") => "https",
+        Some(s) if s.eq_ignore_ascii_case("http") => "http",
+        _ if req.app_config().secure() => "https",
+        _ => "http",
+    }
+}
+
+fn proxied(req: &actix_web::HttpRequest, trusted: &[IpRange]) -> bool {
+    req.peer_addr()
+        .is_some_and(|p| trusted.iter().any(|r| r.contains(p.ip())))
 }
 
 fn client_of(peer: IpAddr, trusted: &[IpRange], headers: &HeaderMap) -> IpAddr {

@@ -722,6 +722,25 @@ fn researchers_download_the_exports_from_the_monitor(db: TestDb) {
         wide.body
     );
     assert!(wide.body.contains(PID));
+    // HEAD answers the headers without exporting (nor auditing an export).
+    let head = researcher
+        .agent
+        .head(researcher.url("/admin/studies/dl/export/long.csv?status=all"))
+        .call()
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    assert!(
+        head.headers()
+            .get("content-disposition")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("dl-long.csv"))
+    );
+    let admin = signed_in(&app, users::Role::Admin);
+    let audit = admin.get("/admin/audit").body;
+    assert!(
+        audit.contains("export.wide") && !audit.contains("export.long"),
+        "HEAD ran no export"
+    );
     let long = researcher.get("/admin/studies/dl/export/long.csv?status=all");
     assert_eq!(long.body.lines().count(), 1 + 40 + 20, "everyone's answers");
     let codebook = researcher.get("/admin/studies/dl/export/codebook.csv");
@@ -734,8 +753,7 @@ fn researchers_download_the_exports_from_the_monitor(db: TestDb) {
         researcher.get("/admin/studies/nope/export/wide.csv").status,
         404
     );
-    let admin = signed_in(&app, users::Role::Admin);
-    assert!(admin.get("/admin/audit").body.contains("export.wide"));
+    assert!(admin.get("/admin/audit").body.contains("export.long"));
 }
 
 on_both_backends!(researchers_download_the_exports_from_the_monitor);

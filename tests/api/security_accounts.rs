@@ -508,9 +508,12 @@ fn a_planted_csrf_cookie_is_refused_on_login_and_survey_posts(db: TestDb) {
 }
 
 /// Point 12: over HTTPS the cookies are `__Host-` (Secure, Path=/, no Domain), and a plain
-/// `eb_csrf` cookie, which a sibling host could set, does not stand in for it.
+/// `eb_csrf` cookie, which a sibling host could set, does not stand in for it. HTTPS here is
+/// what a trusted proxy (the test's peer) says.
 fn over_tls_the_cookies_are_host_prefixed(db: TestDb) {
-    let app = spawn_app(db);
+    let app = spawn_app_with(db, |s| {
+        s.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+    });
     add_user(&app, "ada@example.org", users::Role::Admin);
     let b = app.browser();
     let tls = [("X-Forwarded-Proto", "https")];
@@ -562,7 +565,24 @@ fn over_tls_the_cookies_are_host_prefixed(db: TestDb) {
     );
 }
 
+/// The same `X-Forwarded-Proto: https` from a peer that is not a trusted proxy is anyone's
+/// claim: the cookies stay the plain-HTTP ones.
+fn an_untrusted_peer_cannot_claim_https(db: TestDb) {
+    let app = spawn_app(db);
+    let b = app.browser();
+    let form = get_with(&b.agent, &b.url("/admin/login"), &[("X-Forwarded-Proto", "https")]);
+    let cookies = set_cookies(&form);
+    assert!(
+        cookies
+            .iter()
+            .any(|c| c.starts_with("eb_csrf=") && !c.contains("Secure")),
+        "{cookies:?}"
+    );
+    assert!(!cookies.iter().any(|c| c.starts_with("__Host-")), "{cookies:?}");
+}
+
 on_both_backends!(
+    an_untrusted_peer_cannot_claim_https,
     concurrent_sign_ins_never_verify_more_than_the_limit,
     a_forged_forwarded_address_is_ignored_without_trusted_proxies,
     behind_a_trusted_proxy_forwarded_addresses_are_throttled_separately,
