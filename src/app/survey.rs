@@ -162,9 +162,10 @@ pub struct Arrived {
 /// Prolific id already has a participant, that one is returned and nothing changes.
 ///
 /// Two statements, as when the link made the row and the consent moved it: the INSERT
-/// commits on its own, then the consent's transaction (which on Postgres locks the study row
-/// to serialise assignments). In one transaction, the INSERT's foreign-key lock on the study
-/// row (`FOR KEY SHARE`) held by every arriving participant deadlocks their `FOR UPDATE`.
+/// commits on its own, then the consent's transaction (which on Postgres takes the study's
+/// advisory assignment lock). The INSERT stays outside that transaction so that the lock,
+/// which every consent of the study waits for, is never held across it; it once also had to
+/// (its foreign-key lock on the study row deadlocked the row lock consents then took).
 /// A crash between the two leaves a participant on the consent page, which counts nowhere
 /// (assignment, monitor) and which the same form, sent again, takes on from there.
 pub fn begin(
