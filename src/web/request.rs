@@ -93,7 +93,13 @@ pub fn public_base(
             .last()
             .map(str::to_owned)
     };
-    let forwarded = |name: &str| if proxied(req, trusted) { header(name) } else { None };
+    let forwarded = |name: &str| {
+        if proxied(req, trusted) {
+            header(name)
+        } else {
+            None
+        }
+    };
     let host = forwarded("x-forwarded-host")
         .or_else(|| header("host"))
         .unwrap_or_else(|| req.app_config().host().to_owned());

@@ -570,7 +570,11 @@ fn over_tls_the_cookies_are_host_prefixed(db: TestDb) {
 fn an_untrusted_peer_cannot_claim_https(db: TestDb) {
     let app = spawn_app(db);
     let b = app.browser();
-    let form = get_with(&b.agent, &b.url("/admin/login"), &[("X-Forwarded-Proto", "https")]);
+    let form = get_with(
+        &b.agent,
+        &b.url("/admin/login"),
+        &[("X-Forwarded-Proto", "https")],
+    );
     let cookies = set_cookies(&form);
     assert!(
         cookies
@@ -578,7 +582,10 @@ fn an_untrusted_peer_cannot_claim_https(db: TestDb) {
             .any(|c| c.starts_with("eb_csrf=") && !c.contains("Secure")),
         "{cookies:?}"
     );
-    assert!(!cookies.iter().any(|c| c.starts_with("__Host-")), "{cookies:?}");
+    assert!(
+        !cookies.iter().any(|c| c.starts_with("__Host-")),
+        "{cookies:?}"
+    );
 }
 
 on_both_backends!(
