@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod data;
 pub mod doors;
+pub mod evidence;
 pub mod exports;
 pub mod invites;
 pub mod login;

@@ -428,6 +428,8 @@ struct MonitorPage {
     nav: Nav,
     study: Study,
     monitor: Monitor,
+    /// Evidence counts over the latest completions (`app::evidence::monitor_counts`).
+    evidence: app::evidence::MonitorEvidence,
     checklist: Vec<CheckItem>,
     /// The absolute participant link, and the same with Prolific's placeholders.
     participant_url: String,
@@ -508,7 +510,12 @@ async fn monitor_page(
     study: Study,
 ) -> Result<MonitorPage, AppError> {
     let s = study.clone();
-    let monitor = state.db(move |conn| Ok(monitor::load(conn, &s)?)).await?;
+    let (monitor, evidence) = state
+        .db(move |conn| {
+            let m = monitor::load(conn, &s)?;
+            Ok((m, app::evidence::monitor_counts(conn, &s)?))
+        })
+        .await?;
     let base = crate::web::request::public_base(
         req,
         &state.settings.trusted_proxies,
@@ -526,6 +533,7 @@ async fn monitor_page(
         checklist: study.launch_checklist(app::studies::today()),
         study,
         monitor,
+        evidence,
         participant_url,
         prolific_url,
         error: None,

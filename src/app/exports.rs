@@ -46,7 +46,16 @@ pub fn export(
         .ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
     let stats = match kind {
         ExportKind::Long => crate::export::write_long(conn, study.id, filter, cells, out)?,
-        ExportKind::Wide => crate::export::write_wide(conn, study.id, filter, cells, out)?,
+        ExportKind::Wide => {
+            // The evidence needs every completed participant (each is the others' reference),
+            // so it is computed once before the rows stream.
+            let full = studies::load(conn, slug)
+                .map_err(StoreError::from)?
+                .ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
+            let evidence =
+                super::evidence::study_evidence(conn, &full, crate::store::evidence::Scope::All)?;
+            crate::export::write_wide(conn, study.id, filter, cells, &evidence, out)?
+        }
         ExportKind::Codebook => crate::export::write_codebook(conn, study.id, cells, out)?,
         // Its records come from a split side in a format: `export_finetune` takes both.
         ExportKind::Finetune => {

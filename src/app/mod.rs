@@ -7,6 +7,7 @@ pub mod cache;
 pub mod demo;
 pub mod doors;
 pub mod error;
+pub mod evidence;
 pub mod exports;
 pub mod imports;
 pub mod prolific;

@@ -5,6 +5,7 @@ use super::error::{Error, Result};
 use super::report_groups as groups;
 use std::collections::HashMap;
 
+use crate::domain::evidence::Signal;
 use crate::domain::groups::Member;
 use crate::domain::instrument::{Convention, Instrument};
 use crate::domain::measure::Measure;
@@ -127,10 +128,24 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     if request.split.is_some() && !store::report::has_split(conn, study.id)? {
         return Err(Error::NoSplit(slug.to_owned()));
     }
-    let (humans, human_responses, human_rows, scored) = if humans_answer_it {
-        humans(conn, &study, request, &factor_of, &key_of, &scorer)?
+    let (stored_rules, excluded) = rule_exclusions(conn, &study, humans_answer_it)?;
+    let (humans, human_responses, human_rows, scored, by_rules) = if humans_answer_it {
+        humans(
+            conn,
+            &study,
+            request,
+            (&factor_of, &key_of),
+            &scorer,
+            &excluded,
+        )?
     } else {
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new())
+        (
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            RuleExclusions::default(),
+        )
     };
     let (cohort_names, filter) = cohorts(conn, &study, request, instrument_id, &instrument)?;
     let epoch = request
@@ -159,10 +174,21 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
             side.as_str()
         ),
     };
+    let humans_from = if humans_answer_it {
+        format!("{humans_from}{}", rules_note(&stored_rules))
+    } else {
+        humans_from
+    };
     let compare = (request.runs.len() == 2).then_some((0, 1));
     let with_humans = !humans.is_empty();
     let census = if humans_answer_it {
-        Some(human_census(conn, &study, request, humans.len(), epoch)?)
+        Some(human_census(
+            conn,
+            &study,
+            request,
+            (humans.len(), &by_rules),
+            epoch,
+        )?)
     } else {
         None
     };
@@ -224,12 +250,64 @@ fn rfc3339(t: chrono::NaiveDateTime) -> String {
     t.and_utc().to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// The humans included and excluded, and why (`included`: how many the report scored).
+/// The study's exclusion rules (#15, point 4) and whom they exclude. The evidence is computed
+/// only when there are rules to apply (and humans in the report), so a report without them
+/// costs what it did.
+fn rule_exclusions(
+    conn: &mut DbConnection,
+    study: &Study,
+    humans_answer_it: bool,
+) -> Result<(
+    store::evidence::StoredRules,
+    HashMap<store::ParticipantId, Vec<Signal>>,
+)> {
+    let stored = store::evidence::rules(conn, study.id)?;
+    if !humans_answer_it || stored.rules.signals.is_empty() {
+        return Ok((stored, HashMap::new()));
+    }
+    let evidence = super::evidence::study_evidence(conn, study, store::evidence::Scope::All)?;
+    let excluded = evidence
+        .people
+        .iter()
+        .map(|p| (store::ParticipantId(p.id), evidence.excluded_by(p.id)))
+        .filter(|(_, by)| !by.is_empty())
+        .collect();
+    Ok((stored, excluded))
+}
+
+/// The report header's words on the exclusion rules: which, and when a change came after the
+/// study opened.
+fn rules_note(stored: &store::evidence::StoredRules) -> String {
+    // Without rules the header stays as it was (the committed example report regenerates
+    // byte for byte).
+    if stored.rules.signals.is_empty() {
+        return String::new();
+    }
+    let changed = match (stored.changed_after_opening, stored.updated_at) {
+        (true, Some(t)) => format!(" (changed after the study opened, last on {})", rfc3339(t)),
+        _ => String::new(),
+    };
+    format!(
+        "; excluded by the study's rules: participants with evidence of {}{changed}",
+        stored.rules.describe()
+    )
+}
+
+/// The humans the exclusion rules left out: per rule (a participant under every rule that
+/// applies) and in all.
+#[derive(Debug, Clone, Default)]
+struct RuleExclusions {
+    per_rule: std::collections::BTreeMap<Signal, usize>,
+    total: usize,
+}
+
+/// The humans included and excluded, and why (`included`: how many the report scored, and
+/// those its exclusion rules left out).
 fn human_census(
     conn: &mut DbConnection,
     study: &Study,
     request: &ReportRequest,
-    included: usize,
+    (included, by_rules): (usize, &RuleExclusions),
     epoch: Option<&str>,
 ) -> Result<provenance::Humans> {
     let rows = store::report::census(conn, study.id)?;
@@ -258,7 +336,19 @@ fn human_census(
             },
         )
         .collect();
-    Ok(provenance::humans(&participants, included))
+    let rules: Vec<provenance::Count> = by_rules
+        .per_rule
+        .iter()
+        .map(|(s, n)| provenance::Count {
+            reason: format!("excluded by the study's rules: {s}"),
+            participants: *n,
+        })
+        .collect();
+    Ok(provenance::humans(
+        &participants,
+        included,
+        (&rules, by_rules.total),
+    ))
 }
 
 /// Each model cohort's runs as the methods block names them.
@@ -400,9 +490,9 @@ fn humans(
     conn: &mut DbConnection,
     study: &Study,
     request: &ReportRequest,
-    factor_of: &HashMap<i64, usize>,
-    key_of: &HashMap<i64, String>,
+    (factor_of, key_of): (&HashMap<i64, usize>, &HashMap<i64, String>),
     scorer: &Scorer,
+    excluded: &HashMap<store::ParticipantId, Vec<Signal>>,
 ) -> Result<HumanParts> {
     use std::fmt::Write;
     let rows = store::report::completed_answers(conn, study.id, request.split)?;
@@ -410,9 +500,20 @@ fn humans(
     let mut responses = Vec::new();
     let mut lines = Vec::new();
     let mut scored = Vec::new();
+    let mut by_rules = RuleExclusions::default();
     let mut i = 0;
     while i < rows.len() {
         let (pid, situation) = (rows[i].0, rows[i].1);
+        if let Some(by) = excluded.get(&pid) {
+            by_rules.total += 1;
+            for s in by {
+                *by_rules.per_rule.entry(*s).or_default() += 1;
+            }
+            while i < rows.len() && rows[i].0 == pid {
+                i += 1;
+            }
+            continue;
+        }
         let (mut before, mut after) = (Vec::new(), Vec::new());
         // (display position, item) of each answer, per phase.
         let (mut shown_before, mut shown_after) = (Vec::new(), Vec::new());
@@ -465,15 +566,17 @@ fn humans(
             });
         }
     }
-    Ok((humans, responses, lines, scored))
+    Ok((humans, responses, lines, scored, by_rules))
 }
 
-/// The humans' observations, their responses and their canonical lines (see [`humans`]).
+/// The humans' observations, their responses and their canonical lines (see [`humans`]), and
+/// who the exclusion rules left out.
 type HumanParts = (
     Vec<HumanObservation>,
     Vec<Response>,
     Vec<String>,
     Vec<groups::Scored>,
+    RuleExclusions,
 );
 
 /// A situation as the provenance's lines name it: its key, "-" for none or one not in the set.

@@ -6,8 +6,8 @@
 use crate::domain::instrument::Instrument;
 use crate::domain::measure::Measure;
 use crate::domain::survey::{
-    ATTENTION_CHECK, CONSENT_FIELD, FormErrors, Outcome, Page, PageEvent, ParticipantStatus,
-    SessionKey, grade_check, parse_demographics, parse_questionnaire,
+    ATTENTION_CHECK, CONSENT_FIELD, FormErrors, HONEYPOT_FIELD, Outcome, Page, PageEvent,
+    ParticipantStatus, SessionKey, grade_check, parse_demographics, parse_questionnaire,
 };
 use crate::store::participants::{self, Arrival, Effect, Participant, Submitted};
 use crate::store::studies::Study;
@@ -78,14 +78,18 @@ fn decide(
             }
         }
         Page::Situation => {
-            if !only_ignored() {
-                return Decision::BadRequest("unexpected fields".into());
-            }
+            // The honeypot is the one field of ours besides the ignored ones; whatever it
+            // holds is evidence, never a reason to refuse the page (nothing rejects).
+            let honeypot = match parse_honeypot(fields, ignored) {
+                Ok(filled) => filled,
+                Err(m) => return Decision::BadRequest(m),
+            };
             let seconds = situation_shown.map_or(0, |s| (crate::store::now() - s).num_seconds());
             Decision::Submit(
                 Page::PanasAfter,
                 Effect::Situation {
                     too_fast: seconds < i64::from(study.min_situation_seconds),
+                    honeypot,
                 },
             )
         }
@@ -133,6 +137,20 @@ pub fn parse_consent(fields: &[(String, String)], ignored: &[&str]) -> Result<bo
         (["no"], false) => Ok(false),
         _ => Err("Please choose whether you agree to take part.".into()),
     }
+}
+
+/// The situation page's form: whether its hidden honeypot field came back non-empty. Any field
+/// but the honeypot and the `ignored` ones makes the form one no page of ours sends.
+pub fn parse_honeypot(fields: &[(String, String)], ignored: &[&str]) -> Result<bool, String> {
+    let mut filled = false;
+    for (k, v) in fields {
+        if k == HONEYPOT_FIELD {
+            filled |= !v.trim().is_empty();
+        } else if !ignored.contains(&k.as_str()) {
+            return Err("unexpected fields".into());
+        }
+    }
+    Ok(filled)
 }
 
 /// Where a consent answer leads and what it stores.

@@ -245,7 +245,10 @@ fn bench_monitor(participants: usize, runs: usize) -> anyhow::Result<()> {
     for _ in 0..runs.max(1) {
         let t = std::time::Instant::now();
         let m = store::monitor::load(&mut conn, &study)?;
+        // The page's evidence block too (#15): the latest 2,000 completions' evidence.
+        let e = app::evidence::monitor_counts(&mut conn, &study)?;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
+        anyhow::ensure!(e.assessed <= 2_000, "the evidence block is not bounded");
         anyhow::ensure!(
             m.counts.completed as usize == participants,
             "unexpected counts"

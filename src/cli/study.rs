@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use emotionbench::domain::archive::StudyArchive;
+use emotionbench::domain::evidence::ExclusionRules;
 use emotionbench::domain::study::StudyStatus;
 use emotionbench::store::audit::Actor;
 use emotionbench::{Settings, app};
@@ -45,12 +46,25 @@ pub enum StudiesCommand {
         #[arg(value_enum)]
         status: StudyStatus,
     },
+    /// The evidence against bots and LLM agents about the study's completed participants: how
+    /// many carry each signal (and the share), how many the exclusion rules exclude.
+    Evidence { slug: String },
+    /// Show the study's exclusion rules, or set them (`--set honeypot,model_like`; `--set
+    /// none` clears them). Audited; a change after the study opened is named in the report.
+    Exclusions {
+        slug: String,
+        /// Comma-separated signal names (see `studies evidence`), or `none`.
+        #[arg(long, value_name = "SIGNALS")]
+        set: Option<String>,
+    },
 }
 
 pub fn run(settings: &Settings, cmd: StudiesCommand) -> anyhow::Result<()> {
     // Export only reads: it never migrates (cli::db).
     let pool = match &cmd {
-        StudiesCommand::Export { .. } => db::reading(settings)?,
+        StudiesCommand::Export { .. }
+        | StudiesCommand::Evidence { .. }
+        | StudiesCommand::Exclusions { set: None, .. } => db::reading(settings)?,
         _ => db::writing(settings)?,
     };
     let mut conn = pool.get()?;
@@ -105,6 +119,61 @@ pub fn run(settings: &Settings, cmd: StudiesCommand) -> anyhow::Result<()> {
             app::studies::set_status(&mut conn, study.id, &slug, status, &Actor::Cli)?;
             println!("study {slug} is {status}");
         }
+        StudiesCommand::Evidence { slug } => print_evidence(&mut conn, &slug)?,
+        StudiesCommand::Exclusions { slug, set } => {
+            let stored = match set {
+                Some(list) => {
+                    let rules = ExclusionRules::parse_list(&list).map_err(anyhow::Error::msg)?;
+                    app::evidence::set_rules(&mut conn, &slug, &rules, &Actor::Cli)?
+                }
+                None => {
+                    let study = emotionbench::store::studies::load(&mut conn, &slug)?
+                        .with_context(|| format!("there is no study {slug:?}"))?;
+                    emotionbench::store::evidence::rules(&mut conn, study.id)?
+                }
+            };
+            println!(
+                "exclusion rules of {slug}: {}{}",
+                stored.rules.describe(),
+                if stored.changed_after_opening {
+                    " (changed after the study opened)"
+                } else {
+                    ""
+                }
+            );
+        }
     }
+    Ok(())
+}
+
+/// `studies evidence`: one line per signal with its count and share of the assessed.
+fn print_evidence(conn: &mut emotionbench::store::DbConnection, slug: &str) -> anyhow::Result<()> {
+    let study = emotionbench::store::studies::load(conn, slug)?
+        .with_context(|| format!("there is no study {slug:?}"))?;
+    let evidence =
+        app::evidence::study_evidence(conn, &study, emotionbench::store::evidence::Scope::All)?;
+    let n = evidence.people.len();
+    let share = |k: usize| {
+        if n == 0 {
+            0.0
+        } else {
+            100.0 * k as f64 / n as f64
+        }
+    };
+    println!("{n} completed participants assessed in study {slug}");
+    if evidence.models.is_empty() {
+        println!("model runs compared with: none");
+    } else {
+        println!("model runs compared with: {}", evidence.models.join(", "));
+    }
+    for (signal, k) in evidence.signal_counts() {
+        println!("{:<14} {k:>7} {:>6.2} %", signal.as_str(), share(k));
+    }
+    let (per, total) = evidence.exclusions();
+    println!("exclusion rules: {}", evidence.rules.describe());
+    for (signal, k) in per {
+        println!("excluded by {:<14} {k:>7}", signal.as_str());
+    }
+    println!("excluded in all {total:>7} {:>6.2} %", share(total));
     Ok(())
 }

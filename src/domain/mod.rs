@@ -11,6 +11,7 @@ pub mod distance;
 pub mod distribution;
 pub mod door;
 pub mod error;
+pub mod evidence;
 pub mod groups;
 pub mod humans;
 pub mod instrument;

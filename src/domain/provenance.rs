@@ -161,8 +161,14 @@ pub struct Humans {
 }
 
 /// Counts the study's participants: `included` is how many the report used (completed, not
-/// pilot, on the split, and scored), so the remainder of the completed ones are the unscored.
-pub fn humans(participants: &[Participant], included: usize) -> Humans {
+/// pilot, on the split, and scored), `rules` those the study's exclusion rules left out (per
+/// rule, a participant under each rule that applies, and how many in all), so the remainder of
+/// the completed ones are the unscored.
+pub fn humans(
+    participants: &[Participant],
+    included: usize,
+    (rules, by_rules): (&[Count], usize),
+) -> Humans {
     let mut pilot = 0;
     let mut not_completed: std::collections::BTreeMap<String, usize> = Default::default();
     let mut off_split = 0;
@@ -192,10 +198,13 @@ pub fn humans(participants: &[Participant], included: usize) -> Humans {
         push(&mut excluded, format!("not completed ({status})"), n);
     }
     push(&mut excluded, "not on this split".to_owned(), off_split);
+    for r in rules {
+        push(&mut excluded, r.reason.clone(), r.participants);
+    }
     push(
         &mut excluded,
         "answers that do not score on the instrument or no situation".to_owned(),
-        eligible.len().saturating_sub(included),
+        eligible.len().saturating_sub(included + by_rules),
     );
     let mut flagged = Vec::new();
     let count = |f: fn(&Participant) -> bool| eligible.iter().filter(|p| f(p)).count();
@@ -388,7 +397,7 @@ mod tests {
             p("completed", false, false, Some("2026-01-01T00:00:00Z")),
         ];
         // Two of the three eligible scored.
-        let h = humans(&all, 2);
+        let h = humans(&all, 2, (&[], 0));
         assert_eq!(h.included, 2);
         let got: Vec<(&str, usize)> = h
             .excluded

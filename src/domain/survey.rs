@@ -87,6 +87,11 @@ impl SessionKey {
 /// The consent page's form field (`yes` or `no`); the template names it the same.
 pub const CONSENT_FIELD: &str = "consent";
 
+/// The situation page's honeypot (`domain::evidence`): a text field people never see or reach
+/// (visually hidden, `aria-hidden`, `tabindex="-1"`), labelled "leave this empty". A name a
+/// form-filling script fills gladly.
+pub const HONEYPOT_FIELD: &str = "website";
+
 /// What happened to a page (`page_events.event`): shown to the participant, or submitted by
 /// them. The time between the two is the situation page's reading time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

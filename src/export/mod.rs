@@ -27,6 +27,7 @@ use chrono::{NaiveDateTime, SecondsFormat};
 
 pub use cells::Cells;
 
+use crate::domain::evidence::{Signal, StudyEvidence};
 use crate::domain::instrument::{Convention, Instrument};
 use crate::domain::measure::Measure;
 use crate::store::cohorts::{self, ExportParticipant, Selection};
@@ -413,14 +414,14 @@ fn wide_columns(ctx: &Context) -> Vec<Column> {
             "Straight-lining",
             "boolean",
             "true, false",
-            "Every answer of a questionnaire page was the same value.",
+            Signal::Straightline.meaning(),
         ),
         col(
             "flag_fast",
             "Too fast on the situation",
             "boolean",
             "true, false",
-            "Left the situation page before the study's minimum reading time.",
+            Signal::Fast.meaning(),
         ),
         col(
             "flag_failed_check",
@@ -444,7 +445,126 @@ fn wide_columns(ctx: &Context) -> Vec<Column> {
             "Seconds between showing and submitting the situation page; empty when unknown.",
         ),
     ]);
+    c.extend(evidence_columns());
     c
+}
+
+/// The evidence signals not stored as the survey's own three flags above, in
+/// [`Signal::ALL`]'s order.
+const NEW_SIGNALS: [Signal; 6] = [
+    Signal::Honeypot,
+    Signal::ReadingFloor,
+    Signal::Speed,
+    Signal::Inconsistent,
+    Signal::Duplicate,
+    Signal::ModelLike,
+];
+
+/// The wide file's evidence columns (`domain::evidence`): a `flag_` column per signal, the
+/// relative speed index, the model-likeness, the reasons, and the study's exclusion rules
+/// applied.
+fn evidence_columns() -> Vec<Column> {
+    let mut c: Vec<Column> = NEW_SIGNALS
+        .iter()
+        .map(|s| {
+            col(
+                &format!("flag_{}", s.as_str()),
+                s.label(),
+                "boolean",
+                "true, false",
+                &format!(
+                    "{} Evidence, never a verdict; empty for participants not assessed (pilots, \
+                     withdrawn, declined, screened out).",
+                    s.meaning()
+                ),
+            )
+        })
+        .collect();
+    c.extend([
+        col(
+            "time_rsi",
+            "Relative speed index",
+            "number",
+            "above 0",
+            "SoSci Survey's TIME_RSI: mean over pages of the page's median time divided by the \
+             participant's; 2 = twice as fast as the typical participant. Empty with fewer than \
+             10 timed participants per page, and for imported participants (no timings).",
+        ),
+        col(
+            "model_log10_lr",
+            "Model-likeness (log10 LR)",
+            "number",
+            "",
+            "log10 of the likelihood ratio of the answers under the most similar model's runs \
+             of the study vs under the other humans (per-item distributions, smoothed); above 2 \
+             is flag_model_like. Empty without model runs or with fewer than 10 other humans.",
+        ),
+        col(
+            "model_like_model",
+            "Most similar model",
+            "string",
+            "",
+            "The model model_log10_lr compares with.",
+        ),
+        col(
+            "evidence",
+            "Evidence",
+            "string",
+            "",
+            "Every signal with its reason, \"signal: reason\" separated by \"; \"; empty when \
+             none.",
+        ),
+        col(
+            "excluded",
+            "Excluded from analysis",
+            "boolean",
+            "true, false",
+            "Whether the study's exclusion rules (set before launch) leave this participant out \
+             of the analysis, as the report does; the row is kept.",
+        ),
+        col(
+            "excluded_by",
+            "Excluded by",
+            "string",
+            "",
+            "The signals of the study's exclusion rules this participant carries, separated by \
+             \", \"; empty when included.",
+        ),
+    ]);
+    c
+}
+
+/// The evidence cells of one participant, in [`evidence_columns`]'s order.
+fn evidence_cells(evidence: &StudyEvidence, p: &ExportParticipant) -> Vec<String> {
+    let Some(a) = evidence.of(p.id.0) else {
+        // Not assessed (a pilot, withdrawn, declined, screened out): what the survey stored.
+        let mut row = vec![String::new(); NEW_SIGNALS.len() + 6];
+        row[0] = boolean(p.flag_honeypot).to_owned();
+        row[NEW_SIGNALS.len() + 4] = "false".to_owned();
+        return row;
+    };
+    let mut row: Vec<String> = NEW_SIGNALS
+        .iter()
+        .map(|s| boolean(a.has(*s)).to_owned())
+        .collect();
+    row.push(a.rsi.map(|r| format!("{r:.3}")).unwrap_or_default());
+    row.push(
+        a.model_lr
+            .as_ref()
+            .map(|(_, l)| format!("{l:.3}"))
+            .unwrap_or_default(),
+    );
+    row.push(
+        a.model_lr
+            .as_ref()
+            .map(|(m, _)| m.clone())
+            .unwrap_or_default(),
+    );
+    row.push(a.reasons());
+    let by = evidence.excluded_by(p.id.0);
+    row.push(boolean(!by.is_empty()).to_owned());
+    row.push(by.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
+    row
 }
 
 /// Which columns hold text (neutralised unless raw); numbers, booleans and times never are.
@@ -577,12 +697,14 @@ pub fn write_long<W: Write>(
     Ok(stats)
 }
 
-/// Writes the wide file: one row per participant.
+/// Writes the wide file: one row per participant, with the evidence about them (`evidence`,
+/// computed once for the study by `app::evidence`).
 pub fn write_wide<W: Write>(
     conn: &mut DbConnection,
     study: StudyId,
     filter: Selection,
     cells: Cells,
+    evidence: &StudyEvidence,
     out: W,
 ) -> Result<ExportStats, ExportError> {
     let ctx = context(conn, study)?;
@@ -655,6 +777,7 @@ pub fn write_wide<W: Write>(
                     .unwrap_or_default(),
             );
             row.push(seconds.get(&p.id).map(i64::to_string).unwrap_or_default());
+            row.extend(evidence_cells(evidence, p));
             cells::write_record(&mut w, cells, &text, row.iter().map(String::as_str))?;
             stats.rows += 1;
         }

@@ -165,6 +165,8 @@ pub struct ExportParticipant {
     pub flag_straightline: bool,
     pub flag_fast: bool,
     pub flag_failed_check: bool,
+    /// The situation page's hidden field came back filled (`domain::evidence`).
+    pub flag_honeypot: bool,
     pub imported: bool,
     /// A pilot participant (the study's pilot link); exported only when asked for.
     pub pilot: bool,

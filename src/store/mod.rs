@@ -8,6 +8,7 @@ pub mod cohorts;
 pub mod columns;
 pub mod db;
 pub mod doors;
+pub mod evidence;
 pub mod instruments;
 pub mod invites;
 pub mod model_runs;

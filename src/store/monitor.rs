@@ -84,6 +84,8 @@ pub struct EvidenceCounts {
     pub failed_check_continued: i64,
     /// Failed the attention check and the survey ended there.
     pub failed_check_ended: i64,
+    /// Filled the situation page's hidden "leave this empty" field (`domain::evidence`).
+    pub honeypot: i64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -320,19 +322,21 @@ fn median_seconds(conn: &mut DbConnection, study: &Study) -> QueryResult<Option<
 
 /// The evidence block's counts: one grouped scan over the flags and the status.
 pub fn evidence_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<EvidenceCounts> {
-    let groups: Vec<(bool, bool, bool, ParticipantStatus, i64)> = participants::table
+    let groups: Vec<(bool, bool, bool, bool, ParticipantStatus, i64)> = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::pilot.eq(false))
         .group_by((
             participants::flag_straightline,
             participants::flag_fast,
             participants::flag_failed_check,
+            participants::flag_honeypot,
             participants::status,
         ))
         .select((
             participants::flag_straightline,
             participants::flag_fast,
             participants::flag_failed_check,
+            participants::flag_honeypot,
             participants::status,
             diesel::dsl::count_star(),
         ))
@@ -342,9 +346,12 @@ pub fn evidence_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<Ev
             format!("of study {}", study.id),
         ))?;
     let mut e = EvidenceCounts::default();
-    for (straight, fast, check, status, n) in groups {
+    for (straight, fast, check, honeypot, status, n) in groups {
         if straight {
             e.straightline += n;
+        }
+        if honeypot {
+            e.honeypot += n;
         }
         if fast {
             e.fast += n;

@@ -387,6 +387,8 @@ pub enum Effect {
     },
     Situation {
         too_fast: bool,
+        /// The hidden "leave this empty" field came back filled (`domain::evidence`).
+        honeypot: bool,
     },
     Check {
         key: String,
@@ -488,8 +490,8 @@ fn pg_submit(
                 .get_result(conn)
                 .optional()
         }
-        Effect::Situation { too_fast } => {
-            let stores = pg_pages::Situation { too_fast };
+        Effect::Situation { too_fast, honeypot } => {
+            let stores = pg_pages::Situation { too_fast, honeypot };
             Submit::<_, Participant>::new(participant, from, to, t, reserve, stores)
                 .get_result(conn)
                 .optional()
@@ -637,10 +639,16 @@ fn submit_in_tx(
             let insert = diesel::insert_into(responses::table).values(rows);
             per_backend!(conn, |c| insert.execute(c))?;
         }
-        Effect::Situation { too_fast } => {
-            if too_fast {
+        Effect::Situation { too_fast, honeypot } => {
+            // One UPDATE at most, and none for the usual human (neither flag).
+            if too_fast || honeypot {
                 diesel::update(participants::table.find(participant))
-                    .set(participants::flag_fast.eq(true))
+                    .set((
+                        participants::flag_fast.eq(participants::flag_fast
+                            .or(too_fast.into_sql::<diesel::sql_types::Bool>())),
+                        participants::flag_honeypot.eq(participants::flag_honeypot
+                            .or(honeypot.into_sql::<diesel::sql_types::Bool>())),
+                    ))
                     .execute(conn)?;
             }
         }

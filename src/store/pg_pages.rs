@@ -204,16 +204,20 @@ impl Stores for Answers {
     }
 }
 
-/// The situation page: flags a participant who left it before its minimum time (a flag once
-/// set stays set).
+/// The situation page: flags a participant who left it before its minimum time, and one
+/// whose hidden "leave this empty" field came back filled (a flag once set stays set). Both
+/// in the move's own UPDATE: still one statement for the page.
 pub struct Situation {
     pub too_fast: bool,
+    pub honeypot: bool,
 }
 
 impl Stores for Situation {
     fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         out.push_sql(", flag_fast = flag_fast OR ");
-        out.push_bind_param::<Bool, _>(&self.too_fast)
+        out.push_bind_param::<Bool, _>(&self.too_fast)?;
+        out.push_sql(", flag_honeypot = flag_honeypot OR ");
+        out.push_bind_param::<Bool, _>(&self.honeypot)
     }
     fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         Ok(())

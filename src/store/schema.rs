@@ -192,6 +192,8 @@ diesel::table! {
         export_id -> Text,
         resume_id -> Nullable<Text>,
         pilot -> Bool,
+        /// The situation page's honeypot was filled (`domain::evidence`, #15).
+        flag_honeypot -> Bool,
     }
 }
 
@@ -506,3 +508,17 @@ diesel::table! {
 // The settings page lists the excluded studies by slug; the door looks ids up in them.
 diesel::allow_tables_to_appear_in_same_query!(study_door_exclusions, studies);
 diesel::allow_tables_to_appear_in_same_query!(study_door_exclusions, participants);
+
+diesel::table! {
+    /// Which evidence signals exclude a participant from the analysis, per study
+    /// (`store::evidence`, #15 point 4); `signals` is a JSON list of signal names.
+    study_exclusions (study_id) {
+        study_id -> BigInt,
+        signals -> Text,
+        updated_at -> Timestamp,
+        changed_after_opening -> Bool,
+    }
+}
+
+diesel::joinable!(study_exclusions -> studies (study_id));
+diesel::allow_tables_to_appear_in_same_query!(study_exclusions, studies);

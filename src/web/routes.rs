@@ -97,6 +97,9 @@ route_table! {
         post "/studies/{study}/delete"            => admin::studies::delete, Admin;
         get  "/studies/{study}/participants/delete" => admin::studies::confirm_delete_participant, Admin;
         post "/studies/{study}/participants/delete" => admin::studies::delete_participant, Admin;
+        get  "/studies/{study}/participants/{participant}" => admin::evidence::participant, Researcher;
+        get  "/studies/{study}/evidence"          => admin::evidence::show, Researcher;
+        post "/studies/{study}/exclusions"        => admin::evidence::set_rules, Admin;
         post "/studies/{study}/pilots/delete"     => admin::studies::delete_pilots, Admin;
         get  "/studies/{study}/duplicate"         => admin::study_reuse::duplicate_form, Admin;
         post "/studies/{study}/duplicate"         => admin::study_reuse::duplicate, Admin;

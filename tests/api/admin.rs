@@ -101,6 +101,13 @@ const MATRIX: &[(&str, &str, Access)] = &[
         Access::Admin,
     ),
     (
+        "get",
+        "/admin/studies/{study}/participants/{participant}",
+        Access::Researcher,
+    ),
+    ("get", "/admin/studies/{study}/evidence", Access::Researcher),
+    ("post", "/admin/studies/{study}/exclusions", Access::Admin),
+    (
         "post",
         "/admin/studies/{study}/pilots/delete",
         Access::Admin,
@@ -204,6 +211,7 @@ fn concrete(path: &str) -> String {
         .replace("{file}", file)
         .replace("{set}", "matrix")
         .replace("{chart}", "scatter.svg")
+        .replace("{participant}", "nobody")
 }
 
 fn call(b: &Browser, method: &str, path: &str, csrf: Option<&str>) -> Reply {

@@ -62,7 +62,13 @@ fn step(page: Page, rng: &mut ChaCha8Rng) -> (Page, Effect) {
             Effect::Demographics(vec![("gender".into(), "Prefer not to say".into())]),
         ),
         Page::PanasBefore => (Page::Situation, panas(Measure::Default, rng)),
-        Page::Situation => (Page::PanasAfter, Effect::Situation { too_fast: false }),
+        Page::Situation => (
+            Page::PanasAfter,
+            Effect::Situation {
+                too_fast: false,
+                honeypot: false,
+            },
+        ),
         Page::PanasAfter => (Page::Check, panas(Measure::Evoked, rng)),
         Page::Check => (
             Page::Debrief,

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
+use emotionbench::domain::survey::Page;
 use emotionbench::store::{participants, schema, studies};
 use serde_json::{Value, json};
 
@@ -521,6 +522,15 @@ impl Audit<'_> {
     }
 }
 
+/// Waits, like a reader, until a second past the page's reading floor since it was shown.
+fn pause_past(shown: Instant, floor_ms: Option<i64>) {
+    let floor = u64::try_from(floor_ms.unwrap_or(0)).unwrap_or(0);
+    let want = Duration::from_millis(floor + 1_000);
+    if let Some(rest) = want.checked_sub(shown.elapsed()) {
+        std::thread::sleep(rest);
+    }
+}
+
 /// What the journey clicks on a PANAS page for item `n` (not straight-lined; differs by page).
 fn panas_value(page: &str, n: u32) -> u32 {
     if page == "feelings-now" {
@@ -547,6 +557,14 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
     let backend = backend_name(&db);
     let app = spawn_app(db);
     make_study(&app, "journey", |_| {});
+    // The reading floors of the evidence (domain::evidence): this reader pauses on each page
+    // until a second past its floor, a quick human but a human.
+    let floors = {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let study = studies::load(&mut conn, "journey").unwrap().unwrap();
+        emotionbench::app::evidence::page_floors(&mut conn, &study).unwrap()
+    };
     let base = app.base.clone();
     let c = &chrome;
     let mut audit = Audit::new(c, axe, backend);
@@ -587,6 +605,7 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
 
     // PANAS now: first answer 19 of 20 items and submit, to see the error state; then the last.
     c.wait_for(&base, &page("feelings-now"));
+    let shown = Instant::now();
     let mut clicked: HashMap<(String, u32), u32> = HashMap::new();
     let items = items_in(&c.source());
     assert_eq!(items.len(), 20);
@@ -631,13 +650,26 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
     let v = panas_value("feelings-now", last);
     click_radio(c, &format!("item-{last}"), &v.to_string());
     clicked.insert(("default".into(), last), v);
+    pause_past(shown, floors.floor(Page::PanasBefore, None));
     c.click(&c.css("form button[type='submit']"));
 
     c.wait_for(&base, &page("situation"));
+    let shown = Instant::now();
     audit.check("situation");
+    let situation = {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let study = studies::load(&mut conn, "journey").unwrap().unwrap();
+        participants::by_pid(&mut conn, study.id, PID)
+            .unwrap()
+            .unwrap()
+            .situation_id
+    };
+    pause_past(shown, floors.floor(Page::Situation, situation));
     c.click(&c.css("#continue"));
 
     c.wait_for(&base, &page("feelings-imagined"));
+    let shown = Instant::now();
     audit.check("feelings-imagined");
     let items = items_in(&c.source());
     assert_eq!(items.len(), 20);
@@ -646,11 +678,14 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
         click_radio(c, &format!("item-{n}"), &v.to_string());
         clicked.insert(("evoked".into(), n), v);
     }
+    pause_past(shown, floors.floor(Page::PanasAfter, None));
     c.click(&c.css("form button[type='submit']"));
 
     c.wait_for(&base, &page("check"));
+    let shown = Instant::now();
     audit.check("check");
     click_radio(c, "answer", "A little");
+    pause_past(shown, floors.floor(Page::Check, None));
     c.click(&c.css("form button[type='submit']"));
 
     c.wait_for(&base, &page("debrief"));
@@ -773,6 +808,21 @@ fn a_real_browser_completes_the_survey_from_the_prolific_link(db: TestDb) {
         previous_submit = Some(submitted[0]);
     }
     assert!(p.completed_at.unwrap() >= previous_submit.unwrap());
+    // A person reading at a human pace, who never saw the hidden field: no evidence at all
+    // (no honeypot, no page under its reading floor; no models, so no model-likeness).
+    let evidence = emotionbench::app::evidence::study_evidence(
+        &mut conn,
+        &study,
+        emotionbench::store::evidence::Scope::All,
+    )
+    .unwrap();
+    let found = evidence.of(p.id.0).expect("the participant is assessed");
+    assert!(
+        found.findings.is_empty(),
+        "evidence against a human-paced browser: {:?}",
+        found.findings
+    );
+    assert_eq!(found.pages.len(), 7, "{:?}", found.pages);
     eprintln!(
         "browser journey on {backend}: {:.1} s; screenshot {}",
         started.elapsed().as_secs_f64(),

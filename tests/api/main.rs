@@ -15,6 +15,7 @@ mod cli;
 mod corrupt;
 mod crash;
 mod door;
+mod evidence;
 mod exports;
 mod faults;
 mod finetune;

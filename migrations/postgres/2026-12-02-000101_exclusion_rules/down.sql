@@ -1,0 +1,1 @@
+DROP TABLE study_exclusions;
