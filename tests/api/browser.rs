@@ -1207,6 +1207,12 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
         c.goto(&format!("{base}/admin/studies/import"));
         check(&mut audit, "import form");
         let who = export_id_of(&app, &pid);
+        c.goto(&format!("{base}/admin/studies/walk/evidence"));
+        assert!(c.source().contains("Exclusion rules"));
+        check(&mut audit, "evidence");
+        c.goto(&format!("{base}/admin/studies/walk/participants/{who}"));
+        assert!(c.source().contains("Faster than reading"));
+        check(&mut audit, "participant evidence");
         c.goto(&format!(
             "{base}/admin/studies/walk/participants/delete?participant={who}"
         ));
@@ -1223,7 +1229,7 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
         pages += audit.pages.len();
         failures.extend(audit.failures);
     }
-    assert_eq!(pages, 24);
+    assert_eq!(pages, 28);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
