@@ -195,7 +195,14 @@ fn a_form_filler_gets_honeypot_and_speed_evidence_and_is_not_refused(db: TestDb)
     assert!(ev.body.contains(&bot_id), "{}", ev.body);
     let monitor = admin.get("/admin/studies/bots");
     assert!(
-        monitor.body.contains("Evidence (latest 2 participants)"),
+        monitor.body.contains("(a form-filler)</th><td>1</td>"),
+        "{}",
+        monitor.body
+    );
+    assert!(
+        monitor
+            .body
+            .contains("Faster than reading (latest 2 participants)</th><td>2</td>"),
         "{}",
         monitor.body
     );
