@@ -640,17 +640,7 @@ fn submit_in_tx(
             per_backend!(conn, |c| insert.execute(c))?;
         }
         Effect::Situation { too_fast, honeypot } => {
-            // One UPDATE at most, and none for the usual human (neither flag).
-            if too_fast || honeypot {
-                diesel::update(participants::table.find(participant))
-                    .set((
-                        participants::flag_fast.eq(participants::flag_fast
-                            .or(too_fast.into_sql::<diesel::sql_types::Bool>())),
-                        participants::flag_honeypot.eq(participants::flag_honeypot
-                            .or(honeypot.into_sql::<diesel::sql_types::Bool>())),
-                    ))
-                    .execute(conn)?;
-            }
+            flag_situation(conn, participant, too_fast, honeypot)?;
         }
         Effect::Check {
             key,
@@ -697,6 +687,28 @@ fn submit_in_tx(
         }
     }
     Ok(result)
+}
+
+/// The situation page's flags (a flag once set stays set): one UPDATE at most, and none for
+/// the usual human (neither flag).
+fn flag_situation(
+    conn: &mut DbConnection,
+    participant: ParticipantId,
+    too_fast: bool,
+    honeypot: bool,
+) -> QueryResult<()> {
+    if too_fast || honeypot {
+        diesel::update(participants::table.find(participant))
+            .set((
+                participants::flag_fast
+                    .eq(participants::flag_fast.or(too_fast.into_sql::<diesel::sql_types::Bool>())),
+                participants::flag_honeypot
+                    .eq(participants::flag_honeypot
+                        .or(honeypot.into_sql::<diesel::sql_types::Bool>())),
+            ))
+            .execute(conn)?;
+    }
+    Ok(())
 }
 
 /// The UPDATEs every participant's submits run, written as our own query fragments: diesel
