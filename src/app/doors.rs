@@ -35,3 +35,31 @@ pub fn update(
         Ok(())
     })
 }
+
+/// Gives the new study `id` (a duplicate or an imported definition) the door `door`, inside
+/// the caller's transaction. Excluded studies this installation does not have are left out:
+/// their slugs are returned, for the caller's audit entry.
+pub(crate) fn copy_into(
+    conn: &mut DbConnection,
+    id: StudyId,
+    door: &DoorSettings,
+) -> Result<Vec<String>> {
+    if door.is_default() {
+        return Ok(Vec::new());
+    }
+    let mut kept = door.clone();
+    let mut ids = Vec::new();
+    let mut missing = Vec::new();
+    kept.exclude_studies.clear();
+    for other in &door.exclude_studies {
+        match studies::load(conn, other)? {
+            Some(s) if s.id != id => {
+                ids.push(s.id);
+                kept.exclude_studies.push(other.clone());
+            }
+            _ => missing.push(other.clone()),
+        }
+    }
+    doors::save(conn, id, &kept, &ids)?;
+    Ok(missing)
+}

@@ -128,7 +128,10 @@ pub fn duplicate(
             retention_until: from.retention_until,
         };
         let seed = i64::from(rand::random::<u32>());
-        studies::create(conn, &config, StudyStatus::Draft, sources, seed)?;
+        let id = studies::create(conn, &config, StudyStatus::Draft, sources, seed)?;
+        // Who may take part is a setting too.
+        let door = crate::store::doors::load(conn, from.id)?;
+        super::doors::copy_into(conn, id, &door)?;
         audit::record(
             conn,
             actor,
@@ -163,12 +166,9 @@ pub fn export_definition(conn: &mut DbConnection, slug: &str) -> Result<StudyArc
             Some(ArchivedSet { name, situations })
         }
     };
-    Ok(StudyArchive::new(
-        study.config(),
-        study.retention_date(),
-        instrument,
-        set,
-    ))
+    let mut archive = StudyArchive::new(study.config(), study.retention_date(), instrument, set);
+    archive.door = crate::store::doors::load(conn, study.id)?;
+    Ok(archive)
 }
 
 /// Whether an import found the instrument or set already here (same content) or made it.
@@ -193,6 +193,8 @@ pub struct ImportedStudy {
     pub slug: String,
     pub instrument: (String, Reused),
     pub set: Option<(String, Reused)>,
+    /// Studies the file's door excludes that this installation does not have (left out).
+    pub excluded_studies_not_here: Vec<String>,
 }
 
 /// Creates the study of `archive` as a draft (a new seed, no participants), under `slug` when
@@ -249,11 +251,13 @@ pub fn import_definition(
             retention_until: archive.retention_until.and_then(|d| d.and_hms_opt(0, 0, 0)),
         };
         let seed = i64::from(rand::random::<u32>());
-        studies::create(conn, &config, StudyStatus::Draft, sources, seed)?;
+        let id = studies::create(conn, &config, StudyStatus::Draft, sources, seed)?;
+        let door_not_here = super::doors::copy_into(conn, id, &archive.door)?;
         let outcome = ImportedStudy {
             slug: config.slug.clone(),
             instrument: (inst.key.clone(), inst_reused),
             set: set.map(|(_, name, reused)| (name, reused)),
+            excluded_studies_not_here: door_not_here,
         };
         audit::record(
             conn,

@@ -96,6 +96,9 @@ pub fn run(settings: &Settings, cmd: StudiesCommand) -> anyhow::Result<()> {
             if let Some((name, reused)) = &done.set {
                 println!("situation set {name}: {}", reused.as_str());
             }
+            for other in &done.excluded_studies_not_here {
+                println!("excluded study {other}: not on this installation, left out");
+            }
         }
         StudiesCommand::Duplicate {
             slug,

@@ -6,6 +6,7 @@
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
+use super::door::DoorSettings;
 use super::instrument::Instrument;
 use super::situation::Situation;
 use super::study::StudyConfig;
@@ -35,6 +36,10 @@ pub struct StudyArchive {
     pub retention_until: Option<NaiveDate>,
     pub instrument: Instrument,
     pub situation_set: Option<ArchivedSet>,
+    /// Who may take part (#15 point 2). Absent when every check is off, so files of studies
+    /// without a door read (and are written) as before; excluded studies go by slug.
+    #[serde(default, skip_serializing_if = "DoorSettings::is_default")]
+    pub door: DoorSettings,
 }
 
 impl StudyArchive {
@@ -51,6 +56,7 @@ impl StudyArchive {
             retention_until,
             instrument,
             situation_set,
+            door: DoorSettings::default(),
         }
     }
 
@@ -84,6 +90,10 @@ impl StudyArchive {
         let archive: StudyArchive =
             serde_json::from_value(value).map_err(|e| format!("invalid definition: {e}"))?;
         archive.study.validate()?;
+        let door = archive.door.validate(&archive.study.slug);
+        if !door.is_empty() {
+            return Err(format!("door: {}", door.join(" ")));
+        }
         archive
             .instrument
             .validate()

@@ -8,6 +8,7 @@ pub const MAX_ADDRESS_LIMIT: u32 = 10_000;
 /// A study's door. The default (every check off, the server's address limit) is what a study
 /// without settings has.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct DoorSettings {
     /// A valid Prolific `prolific_token` is needed to start.
     pub require_token: bool,

@@ -14,7 +14,9 @@ use emotionbench::store::schema::{audit_log, participants, studies};
 use emotionbench::store::users::Role;
 
 use crate::admin::signed_in;
-use crate::helpers::{Browser, Reply, TestApp, TestDb, consent_form, fields, spawn_app_with};
+use crate::helpers::{
+    Browser, Reply, TestApp, TestDb, cli, consent_form, fields, ok, spawn_app_with,
+};
 use crate::on_both_backends;
 use crate::survey::make_study;
 
@@ -410,7 +412,87 @@ fn a_studys_own_limit_per_address_applies(db: TestDb) {
     }
 }
 
+/// The door page's state of `slug`, as the admin sees it.
+fn door_page(admin: &Browser, slug: &str) -> String {
+    let page = admin.get(&format!("/admin/studies/{slug}/door"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    page.body
+}
+
+fn the_door_travels_with_the_definition_file_and_a_duplicate(db: TestDb) {
+    let app = spawn_app_with(db, |_| {});
+    make_study(&app, "first", |_| {});
+    make_study(&app, "second", |_| {});
+    let admin = signed_in(&app, Role::Admin);
+    let r = set_door(
+        &admin,
+        "second",
+        &[
+            ("require_token", "on"),
+            ("token_audience", AUDIENCE),
+            ("prolific_only", "on"),
+            ("address_limit", "5"),
+            ("exclude", "first"),
+        ],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let text = ok(cli(&app.db.url, &["studies", "export", "second"]));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["door"]["require_token"], true, "{text}");
+    assert_eq!(v["door"]["exclude_studies"], serde_json::json!(["first"]));
+    // A study without a door writes none: such files read and write as before.
+    let plain = ok(cli(&app.db.url, &["studies", "export", "first"]));
+    assert!(!plain.contains("\"door\""), "{plain}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("second.study.json");
+    std::fs::write(&file, &text).unwrap();
+    let f = file.to_str().unwrap();
+    ok(cli(
+        &app.db.url,
+        &["studies", "import", f, "--slug", "third"],
+    ));
+    ok(cli(
+        &app.db.url,
+        &["studies", "duplicate", "second", "fourth"],
+    ));
+    for slug in ["third", "fourth"] {
+        let body = door_page(&admin, slug);
+        assert!(
+            body.contains("name=\"require_token\" checked"),
+            "{slug}: {body}"
+        );
+        assert!(body.contains("name=\"prolific_only\" checked"), "{slug}");
+        assert!(body.contains(&format!("value=\"{AUDIENCE}\"")), "{slug}");
+        assert!(body.contains("value=\"5\""), "{slug}");
+        assert!(body.contains("value=\"first\" checked"), "{slug}");
+    }
+    // Where an excluded study does not exist, it is left out and said so.
+    let elsewhere = text.replace("\"first\"", "\"gone\"");
+    std::fs::write(&file, &elsewhere).unwrap();
+    let said = ok(cli(
+        &app.db.url,
+        &["studies", "import", f, "--slug", "fifth"],
+    ));
+    assert!(
+        said.contains("excluded study gone: not on this installation"),
+        "{said}"
+    );
+    assert!(!door_page(&admin, "fifth").contains("value=\"gone\""));
+    // A door that does not validate is refused with the file.
+    let bad = text.replace(&format!("\"{AUDIENCE}\""), "\"<bad>\"");
+    std::fs::write(&file, &bad).unwrap();
+    let out = cli(&app.db.url, &["studies", "import", f, "--slug", "sixth"]);
+    assert!(!out.status.success());
+    assert!(
+        crate::helpers::stderr(&out).contains("door"),
+        "{}",
+        crate::helpers::stderr(&out)
+    );
+}
+
 on_both_backends!(
+    the_door_travels_with_the_definition_file_and_a_duplicate,
     a_valid_prolific_token_enters_and_expired_forged_or_missing_ones_are_refused,
     without_the_keys_the_door_stays_shut_with_a_try_again_page,
     prolific_only_turns_away_links_without_a_prolific_id,
