@@ -163,26 +163,12 @@ fn within_session_prompts_are_the_instruments_texts_in_one_conversation(db: Test
     let items = item_texts(&app, "feel");
     let server = two_turns();
     let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
-    let out = ok(eb(
+    let out = run_protocol(
         &app.db,
         &cfg,
-        &[
-            "run",
-            "--study",
-            "feel",
-            "--provider",
-            "fake",
-            "--model",
-            "m",
-            "--protocol",
-            "within-session",
-            "--repeats",
-            "2",
-            "--situations",
-            "emotion:Anger",
-        ],
-        &[],
-    ));
+        "within-session",
+        &["--repeats", "2", "--situations", "emotion:Anger"],
+    );
     let run = run_id(&out);
     let texts_of = {
         let pool = app.pool();
@@ -265,6 +251,24 @@ fn within_session_prompts_are_the_instruments_texts_in_one_conversation(db: Test
     );
 }
 
+/// `emotionbench run` of the study "feel" with model "m" of the fake provider under `protocol`,
+/// with `more` flags; its output.
+fn run_protocol(db: &TestDb, cfg: &crate::runs::Config, protocol: &str, more: &[&str]) -> String {
+    let mut args = vec![
+        "run",
+        "--study",
+        "feel",
+        "--provider",
+        "fake",
+        "--model",
+        "m",
+        "--protocol",
+        protocol,
+    ];
+    args.extend_from_slice(more);
+    ok(eb(db, cfg, &args, &[]))
+}
+
 fn report_json(db: &TestDb, cfg: &crate::runs::Config, more: &[&str]) -> serde_json::Value {
     let mut args = vec![
         "report",
@@ -300,22 +304,7 @@ fn persona_trials_number_the_participants_and_carry_their_profiles(db: TestDb) {
     let items = item_texts(&app, "feel");
     let server = two_turns();
     let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
-    let out = ok(eb(
-        &app.db,
-        &cfg,
-        &[
-            "run",
-            "--study",
-            "feel",
-            "--provider",
-            "fake",
-            "--model",
-            "m",
-            "--protocol",
-            "persona",
-        ],
-        &[],
-    ));
+    let out = run_protocol(&app.db, &cfg, "persona", &[]);
     assert!(out.contains("created: 2 trials"), "{out}");
     let run = run_id(&out);
     let trials = trials(&app.db, run);
