@@ -172,7 +172,7 @@ pub enum Selection {
     Keys(Vec<String>),
 }
 
-/// The name of the set holding the 175 situations the paper tested (see the README's import).
+/// The name of the set holding the 175 situations the paper tested (see docs/reproduce.md).
 pub const TESTED_SET: &str = "tested-175";
 
 impl FromStr for Selection {

@@ -4,7 +4,7 @@
 //! records what it asked for and what is actually sent (`RunManifest`), and says before it
 //! starts when the model cannot honour the protocol's parameters.
 //!
-//! Each profile cites what the provider publishes; the README's "Model runs" table lists them.
+//! Each profile cites what the provider publishes; docs/models.md's "Model families" table lists them.
 
 use crate::config::{ModelOverride, ProviderConfig, ProviderKind, TokenField};
 use crate::domain::run::RunParams;

@@ -363,6 +363,52 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
 }
 
+/// The pages the guide shows, as `docs/img/{name}-{360|1280}.png` (committed, embedded by
+/// docs/; `docs::every_picture_the_docs_embed_…` checks both directions). The journeys below
+/// write them, so a changed page changes its picture.
+pub const GUIDE_SHOTS: [&str; 5] = [
+    "survey-consent",
+    "survey-situation",
+    "new-study",
+    "monitor",
+    "report",
+];
+
+/// Keeps the current page as the guide's picture `docs/img/{name}-{width}.png`. Only the
+/// SQLite run writes it (both backends show the same page; one writer per file).
+fn guide_shot(c: &Chrome, backend: &str, name: &str) {
+    assert!(GUIDE_SHOTS.contains(&name), "{name} is not in GUIDE_SHOTS");
+    if backend != "sqlite" {
+        return;
+    }
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/img")
+        .join(format!("{name}-{}.png", c.viewport.0));
+    c.screenshot(&file);
+}
+
+/// The guide's pictures `names` at both widths were written by this run (since `started`).
+fn assert_guide_shots_written(backend: &str, names: &[&str], started: std::time::SystemTime) {
+    if backend != "sqlite" {
+        return;
+    }
+    for name in names {
+        for w in [360, 1280] {
+            let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("docs/img")
+                .join(format!("{name}-{w}.png"));
+            let written = std::fs::metadata(&file)
+                .and_then(|m| m.modified())
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            assert!(
+                written >= started,
+                "{} was not written by this run",
+                file.display()
+            );
+        }
+    }
+}
+
 const AXE_RUN: &str = "var done = arguments[arguments.length - 1];
 axe.run(document, {resultTypes: ['violations']})
   .then(function (r) { done(JSON.stringify(r.violations.map(function (v) {
@@ -1150,6 +1196,7 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
     let base = app.base.clone();
     let mut failures = Vec::new();
     let mut pages = 0;
+    let started = std::time::SystemTime::now();
     for viewport in [(360, 740), (1280, 800)] {
         let Some(chrome) = Chrome::start_at(viewport) else {
             return;
@@ -1177,6 +1224,7 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
         check(&mut audit, "studies");
         c.goto(&format!("{base}/admin/studies/new"));
         check(&mut audit, "new study form");
+        guide_shot(c, backend, "new-study");
         c.exec(
             "document.getElementById('title').value = 'Draft ' + arguments[0];
              document.getElementById('slug').value = 'draft-' + arguments[0];",
@@ -1194,6 +1242,7 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
         check(&mut audit, "edit form");
         c.goto(&format!("{base}/admin/studies/walk"));
         check(&mut audit, "open monitor");
+        guide_shot(c, backend, "monitor");
         c.goto(&format!("{base}/admin/studies/walk/duplicate"));
         check(&mut audit, "duplicate form");
         c.exec(
@@ -1231,6 +1280,7 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
     }
     assert_eq!(pages, 28);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_guide_shots_written(backend, &["new-study", "monitor"], started);
 }
 
 on_both_backends!(the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop);
@@ -1381,6 +1431,7 @@ fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: Test
     let base = app.base.clone();
     let mut failures = Vec::new();
     let mut pages = 0;
+    let started = std::time::SystemTime::now();
     for viewport in [(1280, 800), (360, 740)] {
         let Some(chrome) = Chrome::start_at(viewport) else {
             return;
@@ -1465,6 +1516,12 @@ fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: Test
                 break;
             }
             let before = c.url();
+            // The pages the guide shows of the survey (a pilot's, as the researcher sees it).
+            if crate::helpers::page_name(&before) == "consent" {
+                guide_shot(c, backend, "survey-consent");
+            } else if crate::helpers::page_name(&before) == "situation" {
+                guide_shot(c, backend, "survey-situation");
+            }
             let went = c.exec(ANSWER_PAGE, json!([]));
             assert_ne!(went, "no button", "at {before}");
             let deadline = Instant::now() + Duration::from_secs(20);
@@ -1564,6 +1621,7 @@ fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: Test
     }
     assert_eq!(pages, 2 * 12);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_guide_shots_written(backend, &["survey-consent", "survey-situation"], started);
 }
 
 on_both_backends!(a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser);
@@ -1646,6 +1704,7 @@ fn a_real_browser_reads_the_report_and_its_page_on_a_phone_and_a_desktop(db: Tes
     let base = app.base.clone();
     let mut failures = Vec::new();
     let mut pages = 0;
+    let started = std::time::SystemTime::now();
     for viewport in [(360, 740), (1280, 800)] {
         let Some(chrome) = Chrome::start_at(viewport) else {
             return;
@@ -1682,6 +1741,12 @@ fn a_real_browser_reads_the_report_and_its_page_on_a_phone_and_a_desktop(db: Tes
         );
         assert_eq!(misplaced, json!([]), "{viewport:?}");
         audit.check_with("admin report", ADMIN_LAYOUT);
+        // The guide shows the report's first table, below the form.
+        c.exec(
+            "document.querySelector('main table').scrollIntoView(); return null;",
+            json!([]),
+        );
+        guide_shot(c, backend, "report");
         c.goto(&format!("{base}{path}?models=gpt-44"));
         c.wait_for_text("The report cannot be made");
         audit.check_with("admin report, unknown model", ADMIN_LAYOUT);
@@ -1690,6 +1755,7 @@ fn a_real_browser_reads_the_report_and_its_page_on_a_phone_and_a_desktop(db: Tes
     }
     assert_eq!(pages, 6);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_guide_shots_written(backend, &["report"], started);
 }
 
 on_both_backends!(a_real_browser_reads_the_report_and_its_page_on_a_phone_and_a_desktop);

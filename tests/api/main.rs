@@ -14,6 +14,7 @@ mod budget;
 mod cli;
 mod corrupt;
 mod crash;
+mod docs;
 mod door;
 mod evidence;
 mod exports;
