@@ -212,7 +212,8 @@ pub fn run_page(page: &str, text: &str, sandbox: &Sandbox) -> (usize, Vec<String
             break;
         }
         if let Some(expected) = &b.expected {
-            let missing = missing_lines(expected, &stdout);
+            // A reader's terminal shows both (the commands report files written on stderr).
+            let missing = missing_lines(expected, &format!("{stdout}\n{stderr}"));
             if !missing.is_empty() {
                 failures.push(format!(
                     "{page}:{}: the page shows lines the block did not print:\n  {}\nit printed:\n{stdout}",
@@ -266,48 +267,92 @@ pub struct Mention {
     /// Leading words: the subcommand path (or a positional argument, which `--help` tells).
     pub words: Vec<String>,
     pub flags: Vec<String>,
+    /// A flag named on its own (`--max-cost USD`): some command must have it.
+    pub anywhere: bool,
 }
 
 /// Every command line of a page that runs the binary: in code blocks (continuation lines
-/// joined) and in inline code; `cargo run [--release] --` counts as the binary.
-pub fn mentions(text: &str) -> Vec<Mention> {
+/// joined) and in inline code; `cargo run [--release] --` counts as the binary, and so does
+/// inline code that starts with one of its `commands` (`run --instrument KEY`). Inline code
+/// that is a flag on its own is a mention of that flag.
+pub fn mentions(text: &str, commands: &[String]) -> Vec<Mention> {
     let mut out = Vec::new();
     let mut in_block = false;
     let mut pending = String::new();
-    // The first line of a command continued with `\`.
+    // The first line of a command continued with `\`, or of a paragraph.
     let mut first = None;
-    for (i, raw) in text.lines().enumerate() {
-        if raw.trim_start().starts_with("```") {
-            in_block = !in_block;
+    let lines: Vec<&str> = text.lines().chain([""]).collect();
+    for (i, raw) in lines.iter().enumerate() {
+        let fence = raw.trim_start().starts_with("```");
+        if !in_block && !fence && !raw.trim().is_empty() {
+            // Prose is read a paragraph at a time: inline code may wrap.
+            pending.push_str(raw);
+            pending.push(' ');
+            first.get_or_insert(i);
             continue;
         }
-        let pieces: Vec<String> = if in_block {
+        if in_block && !fence {
             if let Some(head) = raw.trim_end().strip_suffix('\\') {
                 pending.push_str(head);
                 pending.push(' ');
                 first.get_or_insert(i);
                 continue;
             }
-            let line = std::mem::take(&mut pending) + raw;
-            vec![line]
-        } else {
-            // Inline code spans: the odd pieces between backticks.
-            raw.split('`')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_owned)
-                .collect()
-        };
+            pending.push_str(raw);
+        }
         let line = first.take().unwrap_or(i) + 1;
-        for piece in pieces {
-            out.extend(
-                commands_in(&piece)
-                    .into_iter()
-                    .map(|(words, flags)| Mention { line, words, flags }),
-            );
+        let text = std::mem::take(&mut pending);
+        if in_block {
+            out.extend(commands_in(&text).into_iter().map(|c| mention(line, c)));
+        } else {
+            out.extend(inline_mentions(&text, commands).map(|m| Mention { line, ..m }));
+        }
+        if fence {
+            in_block = !in_block;
         }
     }
     out
+}
+
+fn mention(line: usize, (words, flags): (Vec<String>, Vec<String>)) -> Mention {
+    Mention {
+        line,
+        words,
+        flags,
+        anywhere: false,
+    }
+}
+
+/// The mentions in the inline code spans of a paragraph (the odd pieces between backticks).
+fn inline_mentions<'a>(
+    paragraph: &'a str,
+    commands: &'a [String],
+) -> impl Iterator<Item = Mention> + 'a {
+    paragraph
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .flat_map(move |piece| {
+            if piece.starts_with("--") {
+                let (_, flags) = flags_and_words(&[piece]);
+                return vec![Mention {
+                    line: 0,
+                    words: Vec::new(),
+                    flags: flags.into_iter().take(1).collect(),
+                    anywhere: true,
+                }];
+            }
+            let first = piece.split_whitespace().next().unwrap_or("");
+            let piece = if commands.iter().any(|c| c == first) {
+                format!("emotionbench {piece}")
+            } else {
+                piece.to_owned()
+            };
+            commands_in(&piece)
+                .into_iter()
+                .map(|c| mention(0, c))
+                .collect()
+        })
 }
 
 /// The `emotionbench` invocations in one line of shell: (words, flags) each.
@@ -316,53 +361,55 @@ fn commands_in(line: &str) -> Vec<(Vec<String>, Vec<String>)> {
         .replace("cargo run --release --", "emotionbench")
         .replace("cargo run --", "emotionbench");
     let tokens: Vec<&str> = line.split_whitespace().collect();
-    let mut out = Vec::new();
-    for (i, t) in tokens.iter().enumerate() {
-        let t = t.trim_start_matches(['$', '(', '"']);
-        if t != "emotionbench" {
+    tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.trim_start_matches(['$', '(', '"']) == "emotionbench")
+        .map(|(i, _)| flags_and_words(&tokens[i + 1..]))
+        .collect()
+}
+
+/// The words (the subcommand path: at most three, before any other argument) and the long
+/// flags of one command's arguments, up to a pipe, a list, a redirection or a comment.
+fn flags_and_words(tokens: &[&str]) -> (Vec<String>, Vec<String>) {
+    let mut words = Vec::new();
+    let mut flags = Vec::new();
+    let mut path_done = false;
+    for tok in tokens.iter().flat_map(|t| t.split_whitespace()) {
+        if ["|", "||", "&&", ";", "&", ">", "<", "2>", ">>"].contains(&tok)
+            || tok.starts_with('#')
+            || tok.starts_with('>')
+        {
+            break;
+        }
+        let bare = tok
+            .trim_start_matches(['[', '('])
+            .trim_end_matches([']', ',', '.', ';', ':', ')']);
+        if let Some(flag) = bare.strip_prefix("--") {
+            path_done = true;
+            let name: String = flag
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            if !name.is_empty() {
+                flags.push(format!("--{name}"));
+            }
             continue;
         }
-        let mut words = Vec::new();
-        let mut flags = Vec::new();
-        let mut path_done = false;
-        for tok in &tokens[i + 1..] {
-            // The command ends at a pipe, a list, a redirection or a comment.
-            if ["|", "||", "&&", ";", "&", "#", ">", "<", "2>", ">>"].contains(tok)
-                || tok.starts_with('#')
-                || tok.starts_with('>')
-            {
-                break;
-            }
-            let bare = tok
-                .trim_start_matches(['[', '('])
-                .trim_end_matches([']', ',', '.', ';', ':', ')']);
-            if let Some(flag) = bare.strip_prefix("--") {
-                path_done = true;
-                let name: String = flag
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-                    .collect();
-                if !name.is_empty() {
-                    flags.push(format!("--{name}"));
-                }
-                continue;
-            }
-            let wordlike = !bare.is_empty()
-                && bare.split('|').all(|w| {
-                    w.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-                        && w.chars()
-                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                });
-            // The first argument that is not a word ends the subcommand path.
-            if wordlike && !path_done && words.len() < 3 {
-                words.push(bare.to_owned());
-            } else {
-                path_done = true;
-            }
+        let wordlike = !bare.is_empty()
+            && bare.split('|').all(|w| {
+                w.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                    && w.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            });
+        // The first argument that is not a word ends the subcommand path.
+        if wordlike && !path_done && words.len() < 3 {
+            words.push(bare.to_owned());
+        } else {
+            path_done = true;
         }
-        out.push((words, flags));
     }
-    out
+    (words, flags)
 }
 
 /// `emotionbench [path…] --help`, asked once per path.
@@ -388,6 +435,24 @@ impl Helps {
     }
 }
 
+impl Helps {
+    /// Every command's help, concatenated (for a flag named on its own).
+    fn everything(&mut self) -> String {
+        let mut all = String::new();
+        let mut todo: Vec<Vec<String>> = vec![Vec::new()];
+        while let Some(path) = todo.pop() {
+            let help = self.help(&path).unwrap_or_default();
+            for sub in subcommands(&help).into_iter().filter(|s| s != "help") {
+                let mut p = path.clone();
+                p.push(sub);
+                todo.push(p);
+            }
+            all += &help;
+        }
+        all
+    }
+}
+
 /// The subcommands a help text lists under "Commands:".
 fn subcommands(help: &str) -> Vec<String> {
     help.lines()
@@ -410,6 +475,15 @@ fn lists_flag(help: &str, flag: &str) -> bool {
 
 /// What is wrong with one mention: an unknown subcommand or a flag its command does not have.
 pub fn check_mention(m: &Mention, helps: &mut Helps) -> Vec<String> {
+    if m.anywhere {
+        let all = helps.everything();
+        return m
+            .flags
+            .iter()
+            .filter(|f| !lists_flag(&all, f))
+            .map(|f| format!("line {}: no command has the flag `{f}`", m.line))
+            .collect();
+    }
     let mut leaves: Vec<Vec<String>> = vec![Vec::new()];
     let mut problems = Vec::new();
     for word in &m.words {
@@ -460,7 +534,8 @@ pub fn check_mention(m: &Mention, helps: &mut Helps) -> Vec<String> {
 
 /// Every problem of a page's command lines.
 pub fn check_commands(page: &str, text: &str, helps: &mut Helps) -> (usize, Vec<String>) {
-    let found = mentions(text);
+    let top = subcommands(&helps.help(&[]).unwrap_or_default());
+    let found = mentions(text, &top);
     let problems = found
         .iter()
         .flat_map(|m| check_mention(m, helps))
@@ -503,6 +578,20 @@ fn the_checker_fails_on_a_renamed_flag_a_broken_command_and_other_figures() {
     assert_eq!(p.len(), 2, "{p:?}");
     assert!(p[0].contains("no command `stop`"), "{p:?}");
     assert!(p[1].contains("--bnd"), "{p:?}");
+    // Inline code without the binary's name: a command of it, or a flag on its own.
+    let inline = "Raise it with `runs resume ID --max-cost USD` or `--max-cost`; not `--max-costs` \
+                  nor `run --instrumen KEY`.";
+    let (n, p) = check_commands("inline.md", inline, &mut helps);
+    assert_eq!(n, 4, "{p:?}");
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p[0].contains("no command has the flag `--max-costs`"),
+        "{p:?}"
+    );
+    assert!(
+        p[1].contains("`emotionbench run` has no flag `--instrumen`"),
+        "{p:?}"
+    );
 
     let db = TestDb::sqlite();
     let sandbox = Sandbox::new(&db, None);
