@@ -1187,7 +1187,14 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
     let Some(axe) = axe_source() else { return };
     let backend = backend_name(&db);
     let app = spawn_app(db);
-    make_study(&app, "walk", |_| {});
+    // The consent the guide shows: the new-study form's template, filled in.
+    let consent = emotionbench::domain::study::CONSENT_TEMPLATE
+        .replace("[RESEARCHER]", "the Emotion Lab, Example University")
+        .replace("[CONTACT]", "emotion-lab@example.org")
+        .replace("[ETHICS APPROVAL]", "the Example University ethics board (EB-2026-017)")
+        .replace("[DATA USE]", "your answers are kept without your name until 2027-12-31 and then deleted")
+        .replace("[WITHDRAWAL]", "You may stop at any time with \"Withdraw from the study\", which deletes your answers.");
+    make_study(&app, "walk", |c| c.consent_text = consent);
     crate::admin::add_user(
         &app,
         "walker@example.org",
@@ -1243,6 +1250,10 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
         c.goto(&format!("{base}/admin/studies/walk"));
         check(&mut audit, "open monitor");
         guide_shot(c, backend, "monitor");
+        // Opening the link stores nothing: the consent page of a new visitor, for the guide.
+        c.goto(&format!("{base}/s/walk?PROLIFIC_PID=guide{w}"));
+        c.wait_for_text("Information and consent");
+        guide_shot(c, backend, "survey-consent");
         c.goto(&format!("{base}/admin/studies/walk/duplicate"));
         check(&mut audit, "duplicate form");
         c.exec(
@@ -1280,7 +1291,11 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
     }
     assert_eq!(pages, 28);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_guide_shots_written(backend, &["new-study", "monitor"], started);
+    assert_guide_shots_written(
+        backend,
+        &["new-study", "monitor", "survey-consent"],
+        started,
+    );
 }
 
 on_both_backends!(the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop);
@@ -1516,10 +1531,8 @@ fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: Test
                 break;
             }
             let before = c.url();
-            // The pages the guide shows of the survey (a pilot's, as the researcher sees it).
-            if crate::helpers::page_name(&before) == "consent" {
-                guide_shot(c, backend, "survey-consent");
-            } else if crate::helpers::page_name(&before) == "situation" {
+            // The situation page, as the guide shows it (a pilot's looks like anyone's).
+            if crate::helpers::page_name(&before) == "situation" {
                 guide_shot(c, backend, "survey-situation");
             }
             let went = c.exec(ANSWER_PAGE, json!([]));
@@ -1621,7 +1634,7 @@ fn a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser(db: Test
     }
     assert_eq!(pages, 2 * 12);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_guide_shots_written(backend, &["survey-consent", "survey-situation"], started);
+    assert_guide_shots_written(backend, &["survey-situation"], started);
 }
 
 on_both_backends!(a_research_team_sets_up_pilots_and_launches_its_study_in_the_browser);
