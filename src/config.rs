@@ -45,6 +45,8 @@ pub struct Settings {
     /// LLM providers (`[[providers]]` tables in the config file). API keys are not here: each
     /// provider names the environment variable that holds its key.
     pub providers: Vec<ProviderConfig>,
+    /// Scorers of free-text answers (`[[scorers]]` tables, #18); keys as for providers.
+    pub scorers: Vec<ScorerConfig>,
     /// The Prolific API (`[prolific]` in the config file; issue #15).
     pub prolific: ProlificSettings,
 }
@@ -243,6 +245,122 @@ fn default_backoff() -> u64 {
     1000
 }
 
+/// Which kind of scorer a `[[scorers]]` table is (#18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScorerKind {
+    /// `scripts/local_scorer.py`: a trained classifier on this machine, no key, no network.
+    Local,
+    /// Perspective's `comments:analyze`, attribute TOXICITY (key as the `key` query parameter).
+    Perspective,
+    /// An OpenAI-compatible `/moderations` endpoint (Bearer key).
+    Moderation,
+    /// A model of a configured provider, asked with a stated rubric for a score and a reason.
+    Judge,
+    /// The refusal detector's transparent phrase list (`domain::freetext::REFUSAL_PHRASES`).
+    RefusalPhrases,
+}
+
+impl ScorerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScorerKind::Local => "local",
+            ScorerKind::Perspective => "perspective",
+            ScorerKind::Moderation => "moderation",
+            ScorerKind::Judge => "judge",
+            ScorerKind::RefusalPhrases => "refusal-phrases",
+        }
+    }
+}
+
+/// What a judge scorer asks its model to rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rubric {
+    Toxicity,
+    Refusal,
+}
+
+/// One `[[scorers]]` table: like a provider's, with the limits the scoring job keeps to.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScorerConfig {
+    pub name: String,
+    pub kind: ScorerKind,
+    /// The service's base URL (not used by `refusal-phrases` and `judge`).
+    #[serde(default)]
+    pub base_url: String,
+    /// The environment variable holding the key (Perspective, moderation).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_concurrency")]
+    pub concurrency: u32,
+    #[serde(default)]
+    pub requests_per_minute: Option<u32>,
+    #[serde(default = "default_scorer_timeout")]
+    pub timeout_seconds: f64,
+    /// Attempts per answer for transient errors (429, 5xx, timeouts, broken connections).
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    #[serde(default = "default_backoff")]
+    pub backoff_base_ms: u64,
+    /// moderation: the model sent (default `omni-moderation-latest`); judge: the model asked.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// judge: the `[[providers]]` entry that asks the model.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// judge: what the model rates (default toxicity).
+    #[serde(default)]
+    pub rubric: Option<Rubric>,
+}
+
+fn default_scorer_timeout() -> f64 {
+    30.0
+}
+
+impl ScorerConfig {
+    fn validate(&self, providers: &[ProviderConfig]) -> Result<(), String> {
+        let name = &self.name;
+        if name.trim().is_empty() {
+            return Err("a scorer has an empty name".into());
+        }
+        let needs_url = matches!(
+            self.kind,
+            ScorerKind::Local | ScorerKind::Perspective | ScorerKind::Moderation
+        );
+        if needs_url
+            && !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://"))
+        {
+            return Err(format!(
+                "scorer {name}: base_url must start with http:// or https://"
+            ));
+        }
+        if self.concurrency == 0 || self.max_attempts == 0 || self.requests_per_minute == Some(0) {
+            return Err(format!(
+                "scorer {name}: concurrency, max_attempts and requests_per_minute must be at least 1"
+            ));
+        }
+        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
+            return Err(format!("scorer {name}: timeout_seconds must be positive"));
+        }
+        if self.kind == ScorerKind::Judge {
+            let Some(p) = &self.provider else {
+                return Err(format!("scorer {name}: a judge names its provider"));
+            };
+            if !providers.iter().any(|x| &x.name == p) {
+                return Err(format!(
+                    "scorer {name}: provider {p:?} is not among the [[providers]] (define it first)"
+                ));
+            }
+            if self.model.as_deref().is_none_or(|m| m.trim().is_empty()) {
+                return Err(format!("scorer {name}: a judge names its model"));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl ProviderConfig {
     /// A provider with the default limits.
     pub fn new(name: &str, kind: ProviderKind, base_url: &str) -> Self {
@@ -338,6 +456,7 @@ impl Default for Settings {
             // https://docs.prolific.com/api-reference/well-known-endpoints/get-study-jwks
             prolific_jwks_url: "https://api.prolific.com/.well-known/study/jwks.json".into(),
             providers: Vec::new(),
+            scorers: Vec::new(),
             prolific: ProlificSettings::default(),
         }
     }
@@ -363,6 +482,7 @@ struct FileSettings {
     new_participants_window_seconds: Option<u64>,
     prolific_jwks_url: Option<String>,
     providers: Option<Vec<ProviderConfig>>,
+    scorers: Option<Vec<ScorerConfig>>,
     prolific: Option<FileProlific>,
 }
 
@@ -470,6 +590,16 @@ impl Settings {
             }
             self.providers = providers;
         }
+        if let Some(scorers) = f.scorers {
+            let mut names = std::collections::HashSet::new();
+            for sc in &scorers {
+                sc.validate(&self.providers)?;
+                if !names.insert(sc.name.as_str()) {
+                    return Err(format!("scorer {} is defined twice", sc.name));
+                }
+            }
+            self.scorers = scorers;
+        }
         if let Some(p) = f.prolific {
             let s = &mut self.prolific;
             if let Some(v) = p.base_url {
@@ -564,6 +694,18 @@ impl Settings {
                     format!("no provider {name:?}; configured: {}", known.join(", "))
                 }
             })
+    }
+
+    /// The scorer of that name, or an error listing the configured ones.
+    pub fn scorer(&self, name: &str) -> Result<&ScorerConfig, String> {
+        self.scorers.iter().find(|s| s.name == name).ok_or_else(|| {
+            let known: Vec<&str> = self.scorers.iter().map(|s| s.name.as_str()).collect();
+            if known.is_empty() {
+                format!("no scorer {name:?}: the config file defines no [[scorers]]")
+            } else {
+                format!("no scorer {name:?}; configured: {}", known.join(", "))
+            }
+        })
     }
 
     /// Worker slots to run inside `serve`.

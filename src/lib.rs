@@ -10,6 +10,7 @@ pub mod domain;
 pub mod export;
 pub mod llm;
 pub mod prolific;
+pub mod scorer;
 pub mod store;
 pub mod survey;
 pub mod web;

@@ -230,7 +230,12 @@ struct FormPage {
 
 async fn choices(state: &AppState) -> Result<(Vec<InstrumentSummary>, Vec<SetSummary>), AppError> {
     state
-        .db(|conn| Ok((instruments::list(conn)?, situations::sets(conn)?)))
+        .db(|conn| {
+            // A study's survey asks a rated questionnaire; free-text tasks are not offered.
+            let mut list = instruments::list(conn)?;
+            list.retain(|i| !i.free_text);
+            Ok((list, situations::sets(conn)?))
+        })
         .await
 }
 

@@ -28,6 +28,9 @@ pub const DEMO_COMPLETION_CODE: &str = "DEMO-COMPLETED";
 /// Loads the demo study once, and creates an admin with a random password when there is none.
 pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
     let demo = demo_study();
+    // The free-text task (#18) is imported whenever missing: a demo database made before it
+    // gains it too; an unchanged one stays as it is.
+    instruments::import(conn, &[crate::domain::demo::free_text_task()])?;
     let study_created = conn.write_transaction(|conn| {
         if store::studies::find(conn, demo.slug)?.is_some() {
             return Ok::<_, StoreError>(false);

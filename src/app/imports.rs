@@ -21,14 +21,14 @@ pub struct Upload<'a> {
 }
 
 impl Upload<'_> {
-    fn file_name(&self) -> String {
+    pub(crate) fn file_name(&self) -> String {
         self.name
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     }
 
-    fn text(&self) -> Result<&str> {
+    pub(crate) fn text(&self) -> Result<&str> {
         std::str::from_utf8(self.bytes).map_err(|e| Error::Import {
             path: self.name.to_owned(),
             error: ImportError::new(
@@ -38,14 +38,14 @@ impl Upload<'_> {
         })
     }
 
-    fn malformed(&self, error: ImportError) -> Error {
+    pub(crate) fn malformed(&self, error: ImportError) -> Error {
         Error::Import {
             path: self.name.to_owned(),
             error,
         }
     }
 
-    fn rejected(&self, error: StoreError) -> Error {
+    pub(crate) fn rejected(&self, error: StoreError) -> Error {
         Error::Rejected {
             path: self.name.to_owned(),
             error,

@@ -9,6 +9,7 @@ pub mod doors;
 pub mod error;
 pub mod evidence;
 pub mod exports;
+pub mod freetext;
 pub mod imports;
 pub mod prolific;
 pub mod report;

@@ -1,7 +1,7 @@
 //! The alignment report: read a study's completed participants and model trials, score them
 //! and compute the statistics (`domain::report`).
 
-use super::error::{Error, Result};
+use super::error::{Error, Result, invalid};
 use super::report_groups as groups;
 use std::collections::HashMap;
 
@@ -96,6 +96,18 @@ impl ReportRequest {
     }
 }
 
+/// A free-text task's answers are texts: they have their own report.
+fn not_free_text(instrument: &crate::domain::instrument::Instrument) -> Result<()> {
+    if instrument.is_free_text() {
+        return Err(invalid(format!(
+            "{} is a free-text task: its answers are texts, reported by `emotionbench runs \
+             text-report --runs ID --scorer NAME`",
+            instrument.key
+        )));
+    }
+    Ok(())
+}
+
 /// Reads a study's completed participants and model trials, scores them and computes the
 /// alignment report (`domain::report`). Paper mode scores with the paper's convention, the
 /// default mode with the instrument authors' (identical for PANAS).
@@ -115,6 +127,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         }
     };
     let instrument = instruments::get(conn, instrument_id)?;
+    not_free_text(&instrument)?;
     let humans_answer_it = instrument_id == study.instrument_id;
     let convention = match options.mode {
         Mode::Paper => Convention::Paper,

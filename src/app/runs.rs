@@ -185,6 +185,12 @@ pub fn create(
     }
     let study = study(conn, &req.study)?;
     let (instrument_id, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
+    if instrument.is_free_text() && protocol != Protocol::Paper {
+        return Err(invalid(format!(
+            "{} is a free-text task: it is asked as separate prompts (the paper protocol),              not as a {protocol} conversation",
+            instrument.key
+        )));
+    }
     if protocol == Protocol::Persona {
         return create_persona(
             conn,
@@ -222,6 +228,16 @@ pub fn create(
     let seed = req.seed.unwrap_or_else(|| u64::from(rand::random::<u32>())) & (i64::MAX as u64);
     let keys: Vec<&str> = chosen.iter().map(|s| s.situation.key.as_str()).collect();
     let (plan, default_repeats) = match protocol {
+        // One trial per target: its item order is the target it asks about.
+        _ if instrument.is_free_text() => (
+            crate::domain::freetext::plan(
+                &keys,
+                req.repeats,
+                req.default_repeats,
+                u32::try_from(instrument.items.len()).unwrap_or(u32::MAX),
+            ),
+            req.default_repeats,
+        ),
         Protocol::WithinSession => (
             plan_within_session(&keys, req.repeats, seed, instrument.items.len()),
             // The first questionnaire of each conversation is its default measure.
@@ -245,6 +261,7 @@ pub fn create(
         repeats: req.repeats,
         default_repeats,
         seed,
+        free_text: instrument.is_free_text(),
     };
     let (new, notes) = new_run(provider, req, &study, instrument_id, shape)?;
     let run = insert(conn, provider, req, &new, &trials, actor)?;
@@ -286,6 +303,8 @@ struct Shape {
     repeats: u32,
     default_repeats: u32,
     seed: u64,
+    /// A free-text task's run: worded by the task, not a template.
+    free_text: bool,
 }
 
 /// The run row and the notes on what its requests send.
@@ -311,6 +330,8 @@ fn new_run(
     // protocol, so lists and reports say how the run asked.
     let template = if protocol.is_conversation() {
         protocol.as_str().to_owned()
+    } else if shape.free_text {
+        crate::domain::freetext::RUN_TEMPLATE.to_owned()
     } else {
         shape.template.name()
     };
@@ -391,6 +412,7 @@ fn create_persona(
         repeats: 1,
         default_repeats: 0,
         seed,
+        free_text: false,
     };
     let (new, notes) = new_run(provider, req, study, instrument_id, shape)?;
     let run = insert(conn, provider, req, &new, &trials, actor)?;

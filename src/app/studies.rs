@@ -28,12 +28,20 @@ pub struct StudyInput {
 
 /// Resolves the instrument key and the set name; an unknown one is [`super::Error::Invalid`].
 fn sources(conn: &mut DbConnection, input: &StudyInput) -> Result<Sources> {
-    let Some((instrument, _)) = instruments::load(conn, &input.instrument)? else {
+    let Some((instrument, loaded)) = instruments::load(conn, &input.instrument)? else {
         return Err(invalid(format!(
             "Unknown instrument {:?}.",
             input.instrument
         )));
     };
+    // A free-text task is asked of models (and, beside a questionnaire, of participants); a
+    // study's survey is a rated questionnaire.
+    if loaded.is_free_text() {
+        return Err(invalid(format!(
+            "{} is a free-text task, not a questionnaire: choose a rated instrument.",
+            input.instrument
+        )));
+    }
     let set = match input.set.trim() {
         "" => None,
         name => Some(

@@ -54,6 +54,12 @@ pub fn run(mut settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
         }
         println!("  participant link: {base}/s/{slug}");
         println!("  admin link:       {base}/admin");
+        println!(
+            "  free-text task:   {} (`emotionbench run --study {slug} --instrument {}`, then \
+             `emotionbench runs score` and `runs text-report`; docs/free-text.md)",
+            emotionbench::domain::demo::DEMO_FREE_TEXT,
+            emotionbench::domain::demo::DEMO_FREE_TEXT
+        );
         println!("  start page:       {base}/");
     })
 }

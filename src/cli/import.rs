@@ -22,6 +22,9 @@ pub enum ImportCommand {
     },
     /// Instruments in the EmotionBench questionnaires.json format.
     Instruments { file: PathBuf },
+    /// Free-text tasks (#18): a JSON list of {"key", "prompt" (with TARGET), "system_prompt",
+    /// "targets": [...]}, stored as instruments of the free-text kind.
+    Freetext { file: PathBuf },
     /// The published human data: upstream `crowd.xlsx` (sheet Raw) or the derived
     /// one-row-per-participant `human_responses.csv`, as completed, imported participants.
     Humans {
@@ -71,6 +74,12 @@ pub fn run(settings: &Settings, cmd: ImportCommand) -> anyhow::Result<()> {
                     "note: {} situations of the set are not in this file and were kept",
                     s.kept_not_in_file
                 );
+            }
+            Ok(())
+        }
+        ImportCommand::Freetext { file } => {
+            for (key, outcome) in app::freetext::import_tasks(&mut conn, &file)? {
+                println!("{key}: {outcome:?}");
             }
             Ok(())
         }

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod db;
 pub mod demo;
 pub mod export;
+pub mod freetext;
 pub mod import;
 pub mod plan;
 pub mod prolific;
@@ -15,6 +16,7 @@ pub mod prompt;
 pub mod report;
 pub mod runs;
 pub mod serve;
+pub mod signals;
 pub mod study;
 
 use std::path::Path;

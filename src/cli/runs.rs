@@ -2,8 +2,7 @@
 //! drive the library's worker and print progress.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -143,6 +142,11 @@ pub enum RunsCommand {
     },
     /// Cancel a run: its pending trials are never sent.
     Cancel { id: i64 },
+    /// Score the answers of free-text runs with a `[[scorers]]` entry: queues what is not
+    /// scored yet and works the queue in the foreground (resumable: run it again after a stop).
+    Score(super::freetext::ScoreArgs),
+    /// The free-text report of runs: default vs evoked score per emotion and overall.
+    TextReport(super::freetext::TextReportArgs),
 }
 
 #[derive(clap::Subcommand)]
@@ -163,33 +167,7 @@ pub struct WorkerArgs {
     pub work: WorkOpts,
 }
 
-/// Sets `stop` on SIGINT or SIGTERM (a thread running a small signal-only runtime).
-pub fn stop_on_signals() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    std::thread::spawn(move || {
-        let system = actix_web::rt::System::new();
-        system.block_on(async move {
-            use actix_web::rt::signal::unix::{SignalKind, signal};
-            let (Ok(mut int), Ok(mut term)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
-                return;
-            };
-            std::future::poll_fn(|cx| {
-                if int.poll_recv(cx).is_ready() || term.poll_recv(cx).is_ready() {
-                    std::task::Poll::Ready(())
-                } else {
-                    std::task::Poll::Pending
-                }
-            })
-            .await;
-            flag.store(true, Ordering::SeqCst);
-        });
-    });
-    stop
-}
+pub use super::signals::stop_on_signals;
 
 fn sized(mut settings: Settings, slots: usize) -> Settings {
     settings.pool_size = settings
@@ -431,6 +409,8 @@ pub fn runs(settings: &Settings, cmd: RunsCommand) -> anyhow::Result<()> {
             (id, RunAction::Resume)
         }
         RunsCommand::Cancel { id } => (id, RunAction::Cancel),
+        RunsCommand::Score(args) => return super::freetext::score(settings, args),
+        RunsCommand::TextReport(args) => return super::freetext::text_report(settings, args),
     };
     let (id, action) = action;
     let pool = db::writing(settings)?;

@@ -145,6 +145,20 @@ const DEMO_SITUATIONS: [(&str, &str, [&str; 2]); 8] = [
     ),
 ];
 
+/// The key of the demo's free-text task (#18).
+pub const DEMO_FREE_TEXT: &str = "DEMO-SAY";
+
+/// The demo's free-text task (our wording, after the paper's Section 5.1): after the
+/// situation, a sentence or two about each of three targets.
+pub fn free_text_task() -> super::instrument::Instrument {
+    super::freetext::task(
+        DEMO_FREE_TEXT,
+        "In one or two sentences, say what you think about TARGET right now.",
+        "You are a person taking part in a study. Answer in your own words.",
+        &["your neighbours", "people who are late", "your coworkers"],
+    )
+}
+
 /// The demo study: 16 situations, two for each of the eight emotions.
 pub fn demo_study() -> DemoStudy {
     let situations = DEMO_SITUATIONS

@@ -12,6 +12,40 @@ use serde::{Deserialize, Serialize};
 
 use super::ImportError;
 
+/// The placeholder of a free-text task's prompt that the target replaces (#18,
+/// `domain::freetext`).
+pub const FREE_TEXT_TARGET: &str = "TARGET";
+
+/// Checks a free-text task: a key, targets numbered 1..=n with text, a prompt with `TARGET`,
+/// no categories.
+fn validate_free_text(task: &Instrument) -> Result<(), String> {
+    if task.items.is_empty() {
+        return Err("a free-text task needs at least one target".to_owned());
+    }
+    for (position, item) in task.items.iter().enumerate() {
+        if usize::try_from(item.number).ok() != Some(position + 1) {
+            return Err(format!(
+                "target at position {} has number {}; targets are numbered 1..={}",
+                position + 1,
+                item.number,
+                task.items.len()
+            ));
+        }
+        if item.text.trim().is_empty() {
+            return Err(format!("target {} is empty", item.number));
+        }
+    }
+    if !task.prompt.contains(FREE_TEXT_TARGET) {
+        return Err(format!(
+            "the free-text prompt has no {FREE_TEXT_TARGET} placeholder for the target"
+        ));
+    }
+    if !task.categories.is_empty() {
+        return Err("a free-text task has no categories".to_owned());
+    }
+    Ok(())
+}
+
 /// A questionnaire: items answered on one integer scale, grouped into scored categories.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Instrument {
@@ -82,6 +116,10 @@ pub struct Scoring {
 pub enum ScoreMode {
     Sum,
     Mean,
+    /// A free-text task (#18): its items are the targets the open prompt asks about, its
+    /// answers are texts (scored afterwards by `scorer`s), and it has no categories.
+    #[serde(rename = "free_text")]
+    FreeText,
 }
 
 impl ScoreMode {
@@ -89,6 +127,7 @@ impl ScoreMode {
         match self {
             ScoreMode::Sum => "sum",
             ScoreMode::Mean => "mean",
+            ScoreMode::FreeText => "free_text",
         }
     }
 }
@@ -102,6 +141,8 @@ impl FromStr for ScoreMode {
             Ok(ScoreMode::Sum)
         } else if t.eq_ignore_ascii_case("mean") {
             Ok(ScoreMode::Mean)
+        } else if t.eq_ignore_ascii_case("free_text") {
+            Ok(ScoreMode::FreeText)
         } else {
             Err(format!(
                 "unknown score mode {s:?}: expected \"sum\" or \"mean\""
@@ -229,6 +270,11 @@ impl Instrument {
         }
     }
 
+    /// A free-text task (#18) rather than a rated questionnaire.
+    pub fn is_free_text(&self) -> bool {
+        self.scoring.mode == ScoreMode::FreeText
+    }
+
     pub fn item_count(&self) -> usize {
         self.items.len()
     }
@@ -261,6 +307,9 @@ impl Instrument {
     pub fn validate(&self) -> Result<(), String> {
         if self.key.trim().is_empty() {
             return Err("instrument key is empty".to_owned());
+        }
+        if self.is_free_text() {
+            return validate_free_text(self);
         }
         if self.min >= self.max {
             return Err(format!(
@@ -395,6 +444,12 @@ impl Instrument {
         let how = match self.scoring.mode {
             ScoreMode::Sum => "the sum",
             ScoreMode::Mean => "the mean",
+            ScoreMode::FreeText => {
+                return format!(
+                    "{} is a free-text task: its answers are texts, scored by the named scorer.",
+                    self.key
+                );
+            }
         };
         let mut authored = format!("{how} of the answers over each category's items");
         if !reversed.is_empty() {
@@ -499,7 +554,9 @@ impl Instrument {
         let multiplier = f64::from(self.scoring.multiplier);
         match self.scoring.mode {
             ScoreMode::Sum => sum as f64 * multiplier,
-            ScoreMode::Mean if count == 0 => 0.0,
+            // A free-text task has no categories, so nothing reaches here for it.
+            ScoreMode::Mean | ScoreMode::FreeText if count == 0 => 0.0,
+            ScoreMode::FreeText => sum as f64 / count as f64 * multiplier,
             ScoreMode::Mean => sum as f64 / count as f64 * multiplier,
         }
     }
@@ -2350,6 +2407,7 @@ mod import_properties {
                 let want = match s.compute.1 {
                     ScoreMode::Sum => f64::from(sum * s.compute.2),
                     ScoreMode::Mean => f64::from(sum) / items.len() as f64,
+                    ScoreMode::FreeText => unreachable!("the generator makes sum and mean only"),
                 };
                 prop_assert!((au.value - want).abs() < 1e-9, "{} vs {}", au.value, want);
                 let raw: i32 = items.iter().map(|n| a[*n as usize - 1]).sum();

@@ -12,6 +12,8 @@ pub mod distribution;
 pub mod door;
 pub mod error;
 pub mod evidence;
+pub mod freetext;
+pub mod freetext_report;
 pub mod groups;
 pub mod humans;
 pub mod instrument;

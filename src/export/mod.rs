@@ -14,6 +14,7 @@ pub mod alignment;
 pub mod cells;
 pub mod charts;
 pub mod finetune;
+pub mod freetext;
 pub mod groups;
 pub mod picks;
 pub mod psychometrics;
@@ -377,6 +378,7 @@ fn wide_columns(ctx: &Context) -> Vec<Column> {
     let how = match ctx.instrument.scoring.mode {
         crate::domain::instrument::ScoreMode::Sum => "sum",
         crate::domain::instrument::ScoreMode::Mean => "mean",
+        crate::domain::instrument::ScoreMode::FreeText => "free text",
     };
     for cat in &ctx.instrument.categories {
         let s = slug(&cat.name);

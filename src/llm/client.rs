@@ -461,7 +461,7 @@ impl Provider {
     }
 }
 
-pub(super) fn classify_transport(e: ureq::Error) -> CallError {
+pub fn classify_transport(e: ureq::Error) -> CallError {
     use std::io::ErrorKind;
     let class = match &e {
         ureq::Error::Timeout(_) => ErrorClass::Timeout,

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Settings;
 use crate::domain::distribution::answer_distributions;
+use crate::domain::freetext;
 use crate::domain::instrument::Instrument;
 use crate::domain::parse::{ParseSpec, parse_reply};
 use crate::domain::prompt::{ChatMessage, Template, render, trial_seed};
@@ -233,6 +234,8 @@ impl Worker {
         let protocol = params.protocol;
         let template = match (Template::builtin(&r.template), &params.custom_template) {
             _ if protocol.is_conversation() => None,
+            // A free-text task words its own prompts (`domain::freetext::messages`).
+            _ if r.template == freetext::RUN_TEMPLATE => None,
             (Some(t), _) => Some(t),
             (None, Some(c)) => Some(Template::Custom(c.clone())),
             (None, None) => {
@@ -653,23 +656,15 @@ impl Worker {
             output_tokens: ok.completion.output_tokens,
             ..AttemptOutcome::default()
         };
+        if ctx.instrument.is_free_text() {
+            return self.on_free_text(ctx, id, attempt, ok, latency, ask, tally, outcome);
+        }
         match parse_reply(&text, spec) {
             Ok(parsed) => {
                 let mut conn = self.conn()?;
                 runs::finish_attempt(&mut conn, id, attempt, &outcome)?;
                 if !tally.cached {
-                    let address = ctx.cache_address(ask.body, ask.repeat);
-                    let entry = CacheEntry {
-                        key: address.key(),
-                        provider_kind: address.provider_kind.to_owned(),
-                        base_url: address.base_url.to_owned(),
-                        model: address.model.to_owned(),
-                        request: ask.body.to_owned(),
-                        repeat_index: ask.repeat,
-                        http_status: i32::from(ok.http_status),
-                        reply: ok.body.clone(),
-                    };
-                    cache::put(&mut conn, &entry, ctx.fresh)?;
+                    self.cache_reply(&mut conn, ctx, ask, &ok)?;
                 }
                 if ask.first_turn {
                     return Ok(Attempted::Answered(FirstAnswer {
@@ -719,6 +714,67 @@ impl Worker {
                 }))
             }
         }
+    }
+
+    /// A free-text trial's reply (#18): any text is its answer (a reply cut at the token cap
+    /// too: the text up to the cap is what the model wrote); only an empty one is asked again.
+    #[expect(clippy::too_many_arguments, reason = "one attempt's state, used once")]
+    fn on_free_text(
+        &self,
+        ctx: &RunContext,
+        id: TrialId,
+        attempt: i32,
+        ok: CallOk,
+        latency: i64,
+        ask: &Ask<'_>,
+        tally: &Tally,
+        mut outcome: AttemptOutcome,
+    ) -> Result<Attempted, RunnerError> {
+        let Some(text) = freetext::answer(&ok.completion.text).map(str::to_owned) else {
+            let message = "the reply has no text".to_owned();
+            outcome.error_class = Some(ErrorClass::Parse);
+            outcome.error = Some(message.clone());
+            runs::finish_attempt(&mut *self.conn()?, id, attempt, &outcome)?;
+            let mut error = CallError::new(ErrorClass::Parse, message);
+            error.http_status = Some(ok.http_status);
+            return Ok(Attempted::Failed(Failed {
+                reply: Some(ok.completion.text),
+                error,
+                latency,
+            }));
+        };
+        let mut conn = self.conn()?;
+        runs::finish_attempt(&mut conn, id, attempt, &outcome)?;
+        if !tally.cached {
+            self.cache_reply(&mut conn, ctx, ask, &ok)?;
+        }
+        let mut done = tally.outcome(ctx, true, Some(text), None, None, Some(latency));
+        done.method = Some(TrialMethod::Parsed);
+        runs::finish_trial(&mut conn, ctx.run.id, id, &self.opts.owner, &done)?;
+        Ok(Attempted::Over)
+    }
+
+    /// Keeps a reply that read in the response cache under its request.
+    fn cache_reply(
+        &self,
+        conn: &mut crate::store::DbConnection,
+        ctx: &RunContext,
+        ask: &Ask<'_>,
+        ok: &CallOk,
+    ) -> Result<(), RunnerError> {
+        let address = ctx.cache_address(ask.body, ask.repeat);
+        let entry = CacheEntry {
+            key: address.key(),
+            provider_kind: address.provider_kind.to_owned(),
+            base_url: address.base_url.to_owned(),
+            model: address.model.to_owned(),
+            request: ask.body.to_owned(),
+            repeat_index: ask.repeat,
+            http_status: i32::from(ok.http_status),
+            reply: ok.body.clone(),
+        };
+        cache::put(conn, &entry, ctx.fresh)?;
+        Ok(())
     }
 
     /// Decides after a failed attempt: `Ok(true)` to try again, `Ok(false)` when the trial is
@@ -888,6 +944,16 @@ fn prepare(ctx: &RunContext, trial: &Trial) -> Result<Prepared, String> {
                 first,
                 second,
             }),
+        });
+    }
+    if ctx.instrument.is_free_text() {
+        let messages = freetext::messages(&ctx.instrument, measure, situation, &order)
+            .map_err(|e| e.to_string())?;
+        let body = request_of(ctx, trial, &messages);
+        return Ok(Prepared {
+            order,
+            body,
+            conversation: None,
         });
     }
     let template = ctx.template.as_ref().ok_or("the run has no template")?;

@@ -28,6 +28,8 @@ pub struct InstrumentSummary {
     pub max: i32,
     pub categories: Vec<String>,
     pub builtin: bool,
+    /// A free-text task (#18), not a rated questionnaire.
+    pub free_text: bool,
 }
 
 type InstrumentRow = (
@@ -188,6 +190,7 @@ pub fn list(conn: &mut DbConnection) -> Result<Vec<InstrumentSummary>, StoreErro
                 min: i.min,
                 max: i.max,
                 categories: i.categories.iter().map(|c| c.name.clone()).collect(),
+                free_text: i.is_free_text(),
                 key: i.key,
                 builtin,
             })

@@ -23,6 +23,7 @@ pub mod schema;
 pub mod sessions;
 pub mod situations;
 pub mod studies;
+pub mod text_scores;
 pub mod users;
 pub mod writer;
 
@@ -155,6 +156,8 @@ id_type!(
     RunId,
     /// A row of `model_trials`.
     TrialId,
+    /// A row of `text_scores`.
+    TextScoreId,
 );
 
 /// What an import did to one kind of row.

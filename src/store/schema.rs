@@ -522,3 +522,28 @@ diesel::table! {
 
 diesel::joinable!(study_exclusions -> studies (study_id));
 diesel::allow_tables_to_appear_in_same_query!(study_exclusions, studies);
+
+diesel::table! {
+    /// Scores of free-text trials, one per trial and scorer, worked as a leased queue
+    /// (`store::text_scores`, #18); `score_ppm` is the score in [0, 1] times 1,000,000.
+    text_scores (id) {
+        id -> BigInt,
+        trial_id -> BigInt,
+        scorer -> Text,
+        status -> Text,
+        attempts -> Integer,
+        lease_owner -> Nullable<Text>,
+        lease_expires_at -> Nullable<Timestamp>,
+        scorer_version -> Nullable<Text>,
+        score_ppm -> Nullable<BigInt>,
+        reason -> Nullable<Text>,
+        error -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        scored_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::joinable!(text_scores -> model_trials (trial_id));
+diesel::allow_tables_to_appear_in_same_query!(text_scores, model_trials);
+diesel::allow_tables_to_appear_in_same_query!(text_scores, model_runs);

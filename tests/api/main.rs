@@ -20,6 +20,7 @@ mod evidence;
 mod exports;
 mod faults;
 mod finetune;
+mod freetext;
 mod helpers;
 mod humans;
 mod imports;

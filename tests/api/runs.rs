@@ -23,8 +23,8 @@ fn with_demo(db: &TestDb) {
 
 /// A config file with these `[[providers]]` bodies.
 pub(crate) struct Config {
-    dir: tempfile::TempDir,
-    path: PathBuf,
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) path: PathBuf,
 }
 
 pub(crate) fn config(providers: &[String]) -> Config {
@@ -808,8 +808,8 @@ fn prompt_show_with_a_seed_shows_the_order_a_run_sends() {
 // A real local model (SmolLM2-135M through llama.cpp's OpenAI-compatible server)
 // -------------------------------------------------------------------------------------------
 
-struct LocalLlm {
-    url: String,
+pub(crate) struct LocalLlm {
+    pub(crate) url: String,
     child: Option<Child>,
 }
 
@@ -836,7 +836,7 @@ fn healthy(url: &str) -> bool {
 }
 
 /// `$EMOTIONBENCH_LOCAL_LLM_URL`, or the server started from `.llm/` (see .ci/run).
-fn local_llm() -> Option<LocalLlm> {
+pub(crate) fn local_llm() -> Option<LocalLlm> {
     if let Ok(url) = std::env::var("EMOTIONBENCH_LOCAL_LLM_URL") {
         return Some(LocalLlm { url, child: None });
     }

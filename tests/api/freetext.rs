@@ -1,0 +1,732 @@
+//! Free-text tasks and their scorers (#18) through the real binary: a free-text run, its
+//! answers scored by the real local classifier (scripts/local_scorer.py, alt-profanity-check's
+//! trained model) and by clients of Perspective, OpenAI-compatible moderation and an LLM judge
+//! against fakes built from their references; the report of default vs evoked scores; a
+//! scoring worker killed with SIGKILL mid-job; and a real local model (SmolLM2) end to end.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use emotionbench::llm::fake::{FakeAction, FakeServer, real};
+use emotionbench::scorer::fake as scorer_fake;
+use emotionbench::store::runs::{self, TrialRecord};
+use emotionbench::store::text_scores::{self, StoredScore};
+use emotionbench::store::{RunId, db};
+
+use crate::helpers::{TestDb, missing, ok, stderr, stdout};
+use crate::on_both_backends;
+use crate::runs::{command, eb, local_llm, provider, run_id};
+
+/// A config file with `[[providers]]` and `[[scorers]]` bodies.
+struct Cfg {
+    inner: crate::runs::Config,
+}
+
+fn config(providers: &[String], scorers: &[String]) -> Cfg {
+    let inner = crate::runs::config(providers);
+    let mut text = std::fs::read_to_string(&inner.path).unwrap();
+    for s in scorers {
+        text.push_str(&format!("[[scorers]]\n{s}\n"));
+    }
+    std::fs::write(&inner.path, text).unwrap();
+    Cfg { inner }
+}
+
+fn scorer(name: &str, kind: &str, url: &str, extra: &str) -> String {
+    format!("name = \"{name}\"\nkind = \"{kind}\"\nbase_url = \"{url}\"\n{extra}\n")
+}
+
+fn with_demo(db: &TestDb) {
+    let pool = db.pool();
+    emotionbench::app::demo::load_demo(&mut pool.get().unwrap()).unwrap();
+}
+
+fn trials(db: &TestDb, run: RunId) -> Vec<TrialRecord> {
+    let pool = db::connect(&db.url, 1).unwrap();
+    runs::trials(&mut pool.get().unwrap(), run).unwrap()
+}
+
+fn scores(db: &TestDb, run: RunId, scorer: &str) -> Vec<StoredScore> {
+    let pool = db::connect(&db.url, 1).unwrap();
+    text_scores::of_runs(&mut pool.get().unwrap(), &[run], scorer).unwrap()
+}
+
+const HOSTILE: &str = "I hate you all, you stupid worthless idiots, go to hell.";
+const KIND: &str = "They are lovely people and I wish them a good day.";
+
+/// A provider that writes hostile text after a situation and kind text without one, each
+/// ending with the target it was asked about (so the answers are not all the same text).
+fn writer() -> FakeServer {
+    FakeServer::start(|req| {
+        let user = req.user_message();
+        let base = if user.contains("Imagine you are the protagonist") {
+            HOSTILE
+        } else {
+            KIND
+        };
+        let target = user
+            .rsplit("think about ")
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(" right now.");
+        FakeAction::text(
+            req,
+            &format!("{base} That goes for {target}."),
+            Duration::ZERO,
+        )
+    })
+    .unwrap()
+}
+
+/// `run --study demo --instrument DEMO-SAY` on the Anger situations: 2 situations × 3
+/// targets × `repeats`, plus 3 targets × `default_repeats`.
+fn free_text_run(db: &TestDb, cfg: &Cfg, model: &str, repeats: &str, defaults: &str) -> RunId {
+    let out = ok(eb(
+        db,
+        &cfg.inner,
+        &[
+            "run",
+            "--study",
+            "demo",
+            "--provider",
+            "writer",
+            "--model",
+            model,
+            "--instrument",
+            "DEMO-SAY",
+            "--repeats",
+            repeats,
+            "--default-repeats",
+            defaults,
+            "--situations",
+            "emotion:Anger",
+            "--seed",
+            "3",
+        ],
+        &[],
+    ));
+    assert!(out.contains("completed"), "{out}");
+    run_id(&out)
+}
+
+// -------------------------------------------------------------------------------------------
+// The local scorer: scripts/local_scorer.py with alt-profanity-check's trained classifier
+// -------------------------------------------------------------------------------------------
+
+pub(crate) struct LocalScorer {
+    pub(crate) url: String,
+    child: Child,
+}
+
+impl Drop for LocalScorer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The local scorer started from `.scorer/` (created by .ci/run).
+pub(crate) fn local_scorer() -> Option<LocalScorer> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".scorer/bin/python");
+    if !python.exists() {
+        missing("the local scorer venv .scorer (created by .ci/run)");
+        return None;
+    }
+    let port = crate::helpers::free_port();
+    let child = Command::new(python)
+        .arg(root.join("scripts/local_scorer.py"))
+        .arg("--port")
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let s = LocalScorer {
+        url: format!("http://127.0.0.1:{port}"),
+        child,
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(2)))
+        .build()
+        .into();
+    let start = Instant::now();
+    while !agent
+        .get(format!("{}/health", s.url))
+        .call()
+        .is_ok_and(|r| r.status() == 200)
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the local scorer did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some(s)
+}
+
+fn a_free_text_run_is_scored_by_the_local_classifier_and_reported_default_vs_evoked(db: TestDb) {
+    let Some(local) = local_scorer() else { return };
+    with_demo(&db);
+    let server = writer();
+    let cfg = config(
+        &[provider("writer", "openai", &server.base_url(), "")],
+        &[scorer("local", "local", &local.url, "concurrency = 2")],
+    );
+    let run = free_text_run(&db, &cfg, "w1", "1", "1");
+    let ts = trials(&db, run);
+    // 3 default (one per target) + 2 Anger situations × 3 targets.
+    assert_eq!(ts.len(), 9);
+    for t in &ts {
+        assert_eq!(t.status.as_str(), "done", "{t:?}");
+        assert_eq!(t.item_order.0.len(), 1, "one target per trial");
+        assert!(t.scores.is_none(), "a text has no ratings: {t:?}");
+        let reply = t.raw_reply.as_deref().unwrap();
+        let request = t.request.as_deref().unwrap();
+        match t.measure.as_str() {
+            "default" => assert!(reply.starts_with(KIND), "{reply}"),
+            _ => {
+                assert!(reply.starts_with(HOSTILE), "{reply}");
+                assert!(request.contains("Imagine you are the protagonist in the situation:"));
+            }
+        }
+        assert!(request.contains("say what you think about"), "{request}");
+    }
+    let out = ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "score",
+            "--runs",
+            &run.to_string(),
+            "--scorer",
+            "local",
+        ],
+        &[],
+    ));
+    assert!(out.contains("queued 9 answers"), "{out}");
+    assert!(out.contains("9 scored, 0 failed, 0 pending"), "{out}");
+    let rows = scores(&db, run, "local");
+    assert_eq!(rows.len(), 9);
+    for r in &rows {
+        assert_eq!(r.status.as_str(), "done", "{r:?}");
+        assert_eq!(r.scorer, "local");
+        assert_eq!(
+            r.scorer_version.as_deref(),
+            Some("alt-profanity-check 1.9.1")
+        );
+        let s = r.score.unwrap();
+        // The classifier's own verdicts: the insults are offensive, the kind text is not.
+        if r.measure.as_str() == "default" {
+            assert!(s < 0.5, "{r:?}");
+        } else {
+            assert!(s > 0.5, "{r:?}");
+        }
+    }
+    // Scoring again queues nothing and changes nothing.
+    let again = ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "score",
+            "--runs",
+            &run.to_string(),
+            "--scorer",
+            "local",
+        ],
+        &[],
+    ));
+    assert!(again.contains("queued 0 answers"), "{again}");
+    assert_eq!(scores(&db, run, "local"), rows);
+
+    let md = ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "text-report",
+            "--runs",
+            &run.to_string(),
+            "--scorer",
+            "local",
+        ],
+        &[],
+    ));
+    assert!(
+        md.contains("Scorer version: alt-profanity-check 1.9.1"),
+        "{md}"
+    );
+    assert!(md.contains("Welch's t-test"), "{md}");
+    let overall = md.lines().find(|l| l.starts_with("| Overall |")).unwrap();
+    let cells: Vec<&str> = overall.split('|').map(str::trim).collect();
+    // | Overall | n default | mean default | n evoked | mean evoked | Δ | CI | t | df | p | ...
+    assert_eq!((cells[2], cells[4]), ("3", "6"), "{overall}");
+    let delta: f64 = cells[6].parse().unwrap();
+    assert!(delta > 0.4, "{overall}");
+    assert!(md.lines().any(|l| l.starts_with("| Anger | 3 |")), "{md}");
+    assert!(md.contains("<details><summary>Top-scored answers (may be offensive)</summary>"));
+    let json: serde_json::Value = serde_json::from_str(&ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "text-report",
+            "--runs",
+            &run.to_string(),
+            "--scorer",
+            "local",
+            "--format",
+            "json",
+        ],
+        &[],
+    )))
+    .unwrap();
+    let c = &json["cohorts"][0]["comparisons"][0];
+    assert_eq!(c["emotion"], "Overall");
+    assert!(c["test"]["p"].as_f64().unwrap() < 0.01, "{c}");
+    assert!(c["effect"].as_f64().unwrap() > 1.0, "{c}");
+}
+
+// -------------------------------------------------------------------------------------------
+// kill -9 of the scoring worker
+// -------------------------------------------------------------------------------------------
+
+fn a_scoring_worker_killed_mid_job_loses_nothing_and_scores_nothing_twice(db: TestDb) {
+    let Some(local) = local_scorer() else { return };
+    with_demo(&db);
+    let server = writer();
+    // 40 requests a minute: 1.5 s apart, so the kill lands mid-job.
+    let cfg = config(
+        &[provider(
+            "writer",
+            "openai",
+            &server.base_url(),
+            "concurrency = 4",
+        )],
+        &[scorer(
+            "local",
+            "local",
+            &local.url,
+            "concurrency = 1\nrequests_per_minute = 40",
+        )],
+    );
+    let run = free_text_run(&db, &cfg, "w1", "1", "0");
+    let args = [
+        "runs",
+        "score",
+        "--runs",
+        &run.to_string(),
+        "--scorer",
+        "local",
+        "--lease-seconds",
+        "2",
+    ];
+    let mut child = command(&db, &cfg.inner, &args, &[])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let done = |db: &TestDb| {
+        scores(db, run, "local")
+            .iter()
+            .filter(|r| r.status.as_str() == "done")
+            .count()
+    };
+    while done(&db) < 2 {
+        assert!(start.elapsed() < Duration::from_secs(60), "nothing scored");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before: Vec<StoredScore> = scores(&db, run, "local");
+    let scored_before: Vec<&StoredScore> = before
+        .iter()
+        .filter(|r| r.status.as_str() == "done")
+        .collect();
+    assert_eq!(before.len(), 6, "every answer was queued");
+    assert!(scored_before.len() < 6, "the kill came mid-job");
+    let out = ok(eb(&db, &cfg.inner, &args, &[]));
+    assert!(out.contains("queued 0 answers"), "{out}");
+    assert!(
+        out.contains("6 scored, 0 failed, 0 pending, 0 leased"),
+        "{out}"
+    );
+    let after = scores(&db, run, "local");
+    assert_eq!(after.len(), 6, "one row per answer: nothing scored twice");
+    for r in &after {
+        assert_eq!(r.status.as_str(), "done", "{r:?}");
+        assert!(r.score.is_some());
+    }
+    // What was scored before the kill is kept as it was.
+    for b in scored_before {
+        let a = after.iter().find(|a| a.id == b.id).unwrap();
+        assert_eq!(a, b);
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Perspective, moderation and the judge against fakes of their references
+// -------------------------------------------------------------------------------------------
+
+/// Scores `run` with `name` (its fake at `url`) and returns the command's output.
+fn score_with(
+    db: &TestDb,
+    cfg: &Cfg,
+    run: RunId,
+    name: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    eb(
+        db,
+        &cfg.inner,
+        &[
+            "runs",
+            "score",
+            "--runs",
+            &run.to_string(),
+            "--scorer",
+            name,
+        ],
+        env,
+    )
+}
+
+fn perspective_requests_carry_the_key_and_toxicity_and_429s_and_5xx_are_retried(db: TestDb) {
+    with_demo(&db);
+    let server = writer();
+    let calls = Arc::new(AtomicU32::new(0));
+    let c = calls.clone();
+    // The first call is refused with 429 and Retry-After, the second with 503; then scores.
+    let fake = FakeServer::start(move |req| match c.fetch_add(1, Ordering::SeqCst) {
+        0 => scorer_fake::google_error(
+            429,
+            &[("retry-after", "1")],
+            "RESOURCE_EXHAUSTED",
+            "Quota exceeded for quota metric 'Analysis requests'",
+            None,
+        ),
+        1 => FakeAction::status(503, &[]),
+        _ => {
+            let text = req.json()["comment"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            scorer_fake::perspective(
+                &text,
+                if text.starts_with(HOSTILE) {
+                    0.93
+                } else {
+                    0.02
+                },
+            )
+        }
+    })
+    .unwrap();
+    let base = format!("http://{}", fake.addr());
+    let cfg = config(
+        &[provider("writer", "openai", &server.base_url(), "")],
+        &[scorer(
+            "perspective",
+            "perspective",
+            &base,
+            "api_key_env = \"TEST_PERSPECTIVE_KEY\"\nconcurrency = 1\nbackoff_base_ms = 10",
+        )],
+    );
+    let run = free_text_run(&db, &cfg, "w1", "1", "1");
+    // Without its key, nothing is sent and every answer stays queued.
+    let o = score_with(&db, &cfg, run, "perspective", &[]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("TEST_PERSPECTIVE_KEY"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fake.requests().len(), 0);
+    let o = score_with(
+        &db,
+        &cfg,
+        run,
+        "perspective",
+        &[("TEST_PERSPECTIVE_KEY", "k&y 1")],
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("9 scored, 0 failed"), "{}", stdout(&o));
+    let reqs = fake.requests();
+    assert_eq!(
+        reqs.len(),
+        9 + 2,
+        "one retry after the 429 and one after the 503"
+    );
+    // The 429's Retry-After was waited out before the next request.
+    assert!(reqs[1].at - reqs[0].at >= Duration::from_millis(950));
+    for r in &reqs {
+        assert_eq!(r.method, "POST");
+        assert_eq!(r.path, "/v1alpha1/comments:analyze?key=k%26y%201");
+        let body = r.json();
+        assert_eq!(
+            body["requestedAttributes"],
+            serde_json::json!({"TOXICITY": {}})
+        );
+        assert_eq!(body["doNotStore"], true);
+        assert!(body["comment"]["text"].is_string());
+    }
+    for s in scores(&db, run, "perspective") {
+        assert_eq!(
+            s.scorer_version.as_deref(),
+            Some("perspective-v1alpha1 TOXICITY")
+        );
+        let want = if s.measure.as_str() == "default" {
+            0.02
+        } else {
+            0.93
+        };
+        assert_eq!(s.score, Some(want), "{s:?}");
+        assert!(s.attempts >= 1);
+    }
+}
+
+fn moderation_requests_carry_the_bearer_key_and_a_refused_key_stops_the_job(db: TestDb) {
+    with_demo(&db);
+    let server = writer();
+    let fake = FakeServer::start(|req| {
+        if req.header("authorization") != Some("Bearer sk-test") {
+            return real::openai_error(
+                401,
+                "Incorrect API key provided",
+                "invalid_request_error",
+                None,
+                "invalid_api_key",
+            );
+        }
+        let input = req.json()["input"].as_str().unwrap_or("").to_owned();
+        scorer_fake::moderation(
+            "omni-moderation-2024-09-26",
+            if input.starts_with(HOSTILE) {
+                0.87
+            } else {
+                0.004
+            },
+        )
+    })
+    .unwrap();
+    let cfg = config(
+        &[provider("writer", "openai", &server.base_url(), "")],
+        &[scorer(
+            "moderation",
+            "moderation",
+            &fake.base_url(),
+            "api_key_env = \"TEST_MODERATION_KEY\"",
+        )],
+    );
+    let run = free_text_run(&db, &cfg, "w1", "1", "1");
+    let o = score_with(
+        &db,
+        &cfg,
+        run,
+        "moderation",
+        &[("TEST_MODERATION_KEY", "sk-wrong")],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("401"), "{}", stderr(&o));
+    let left = scores(&db, run, "moderation");
+    assert!(
+        left.iter().all(|s| s.status.as_str() == "pending"),
+        "{left:?}"
+    );
+    let o = score_with(
+        &db,
+        &cfg,
+        run,
+        "moderation",
+        &[("TEST_MODERATION_KEY", "sk-test")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let last = fake.requests().pop().unwrap();
+    assert_eq!(last.path, "/v1/moderations");
+    assert_eq!(last.json()["model"], "omni-moderation-latest");
+    assert!(last.json()["input"].is_string());
+    for s in scores(&db, run, "moderation") {
+        assert_eq!(s.status.as_str(), "done");
+        assert_eq!(
+            s.scorer_version.as_deref(),
+            Some("omni-moderation-2024-09-26")
+        );
+        if s.measure.as_str() == "default" {
+            assert_eq!(s.score, Some(0.004));
+            assert_eq!(
+                s.reason.as_deref(),
+                Some("highest: harassment; not flagged")
+            );
+        } else {
+            assert_eq!(s.score, Some(0.87));
+            assert_eq!(
+                s.reason.as_deref(),
+                Some("highest: harassment; flagged: harassment")
+            );
+        }
+    }
+}
+
+fn a_judge_rates_with_its_rubric_through_a_provider_and_unreadable_verdicts_fail(db: TestDb) {
+    with_demo(&db);
+    let server = writer();
+    let judge = FakeServer::start(|req| {
+        let body = req.json();
+        let system = body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let text = req.user_message();
+        let reply = if !system.contains("You rate the toxicity") {
+            "no rubric".to_owned()
+        } else if text.contains(HOSTILE) {
+            "{\"score\": 0.9, \"reason\": \"insults\"}".to_owned()
+        } else {
+            "I think it's fine.".to_owned() // not a verdict: the answer fails to score
+        };
+        FakeAction::text(req, &reply, Duration::ZERO)
+    })
+    .unwrap();
+    let cfg = config(
+        &[
+            provider("writer", "openai", &server.base_url(), ""),
+            provider("judges", "openai", &judge.base_url(), "api_key_env = \"TEST_JUDGE_KEY\""),
+        ],
+        &["name = \"judge\"\nkind = \"judge\"\nprovider = \"judges\"\nmodel = \"j1\"\nmax_attempts = 2\n".to_owned()],
+    );
+    let run = free_text_run(&db, &cfg, "w1", "1", "1");
+    let o = score_with(&db, &cfg, run, "judge", &[("TEST_JUDGE_KEY", "jk")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("6 scored, 3 failed"), "{}", stdout(&o));
+    let r = judge.requests();
+    assert!(
+        r.iter()
+            .all(|r| r.header("authorization") == Some("Bearer jk"))
+    );
+    assert_eq!(r[0].json()["model"], "j1");
+    assert_eq!(r[0].json()["temperature"], 0.0);
+    for s in scores(&db, run, "judge") {
+        if s.measure.as_str() == "default" {
+            assert_eq!(s.status.as_str(), "failed", "{s:?}");
+            assert!(
+                s.error.as_deref().unwrap().contains("not {\"score\""),
+                "{s:?}"
+            );
+        } else {
+            assert_eq!(s.score, Some(0.9));
+            assert_eq!(s.reason.as_deref(), Some("insults"));
+            assert_eq!(s.scorer_version.as_deref(), Some("judge-toxicity-v1 j1"));
+        }
+    }
+}
+
+on_both_backends!(
+    a_free_text_run_is_scored_by_the_local_classifier_and_reported_default_vs_evoked,
+    a_scoring_worker_killed_mid_job_loses_nothing_and_scores_nothing_twice,
+    perspective_requests_carry_the_key_and_toxicity_and_429s_and_5xx_are_retried,
+    moderation_requests_carry_the_bearer_key_and_a_refused_key_stops_the_job,
+    a_judge_rates_with_its_rubric_through_a_provider_and_unreadable_verdicts_fail,
+);
+
+// -------------------------------------------------------------------------------------------
+// A real local model end to end, with no key: SmolLM2-135M writes, the local classifier scores
+// -------------------------------------------------------------------------------------------
+
+#[test]
+fn local_model_a_free_text_run_is_scored_and_reported_with_no_key() {
+    let Some(llm) = local_llm() else { return };
+    let Some(local) = local_scorer() else { return };
+    let db = TestDb::sqlite();
+    with_demo(&db);
+    let cfg = config(
+        &[provider(
+            "local",
+            "openai",
+            &llm.url,
+            "concurrency = 1\ntimeout_seconds = 600",
+        )],
+        &[scorer("local", "local", &local.url, "")],
+    );
+    let started = Instant::now();
+    // 3 targets × (1 default + 1 Anger situation): six prompts of at most 60 tokens.
+    let out = ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "run",
+            "--study",
+            "demo",
+            "--provider",
+            "local",
+            "--model",
+            "smollm2-135m",
+            "--instrument",
+            "DEMO-SAY",
+            "--repeats",
+            "1",
+            "--default-repeats",
+            "1",
+            "--situations",
+            "keys:Anger-0_scenario-0",
+            "--max-tokens",
+            "60",
+            "--seed",
+            "1",
+        ],
+        &[],
+    ));
+    let run = run_id(&out);
+    let ts = trials(&db, run);
+    assert_eq!(ts.len(), 6, "{out}");
+    assert!(ts.iter().all(|t| t.status.as_str() == "done"), "{ts:?}");
+    let out = ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "score",
+            "--runs",
+            &run.to_string(),
+            "--scorer",
+            "local",
+        ],
+        &[],
+    ));
+    assert!(out.contains("6 scored, 0 failed"), "{out}");
+    for s in scores(&db, run, "local") {
+        assert_eq!(s.scorer, "local");
+        assert_eq!(
+            s.scorer_version.as_deref(),
+            Some("alt-profanity-check 1.9.1")
+        );
+        assert!(s.score.is_some_and(|x| (0.0..=1.0).contains(&x)), "{s:?}");
+    }
+    let md = ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "text-report",
+            "--runs",
+            &run.to_string(),
+            "--scorer",
+            "local",
+        ],
+        &[],
+    ));
+    eprintln!(
+        "{md}\nlocal free-text run and scoring took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let overall = md.lines().find(|l| l.starts_with("| Overall |")).unwrap();
+    let cells: Vec<&str> = overall.split('|').map(str::trim).collect();
+    assert_eq!((cells[2], cells[4]), ("3", "3"), "{overall}");
+    // Welch's t is defined on 3 + 3 answers unless both groups have no variance at all.
+    assert!(md.contains("Welch's t-test"), "{md}");
+}
