@@ -42,6 +42,10 @@ pub struct Settings {
     /// Where Prolific publishes the keys that sign its participant tokens (studies that require
     /// `prolific_token`, #15 point 2); tests serve their own.
     pub prolific_jwks_url: String,
+    /// A folder of extra participant-page catalogues, `<language tag>.ftl` (Fluent), read once
+    /// at start-up: a language the binary does not ship, or a lab's wording of one it does
+    /// (its messages win; the rest comes from the shipped file). See docs/languages.md.
+    pub catalogue_dir: Option<std::path::PathBuf>,
     /// LLM providers (`[[providers]]` tables in the config file). API keys are not here: each
     /// provider names the environment variable that holds its key.
     pub providers: Vec<ProviderConfig>,
@@ -455,6 +459,7 @@ impl Default for Settings {
             new_participants_window_seconds: 600,
             // https://docs.prolific.com/api-reference/well-known-endpoints/get-study-jwks
             prolific_jwks_url: "https://api.prolific.com/.well-known/study/jwks.json".into(),
+            catalogue_dir: None,
             providers: Vec::new(),
             scorers: Vec::new(),
             prolific: ProlificSettings::default(),
@@ -481,6 +486,7 @@ struct FileSettings {
     new_participants_per_address: Option<u32>,
     new_participants_window_seconds: Option<u64>,
     prolific_jwks_url: Option<String>,
+    catalogue_dir: Option<std::path::PathBuf>,
     providers: Option<Vec<ProviderConfig>>,
     scorers: Option<Vec<ScorerConfig>>,
     prolific: Option<FileProlific>,
@@ -580,6 +586,9 @@ impl Settings {
         if let Some(v) = f.prolific_jwks_url {
             self.prolific_jwks_url = v;
         }
+        if let Some(v) = f.catalogue_dir {
+            self.catalogue_dir = Some(v);
+        }
         if let Some(providers) = f.providers {
             let mut names = std::collections::HashSet::new();
             for p in &providers {
@@ -671,6 +680,9 @@ impl Settings {
         }
         if let Some(v) = env("EMOTIONBENCH_PROLIFIC_JWKS_URL") {
             self.prolific_jwks_url = v;
+        }
+        if let Some(v) = env("EMOTIONBENCH_CATALOGUE_DIR") {
+            self.catalogue_dir = Some(v.into());
         }
         if let Some(v) = env("EMOTIONBENCH_MAX_BODY_BYTES") {
             self.max_body_bytes = parse_env("EMOTIONBENCH_MAX_BODY_BYTES", v)?;

@@ -59,6 +59,8 @@ pub struct FormValues {
     pub min_seconds: String,
     pub reservation_minutes: String,
     pub retention: String,
+    /// The study's languages as typed (`en, de`), the default first (#20).
+    pub languages: String,
 }
 
 impl FormValues {
@@ -88,6 +90,12 @@ impl FormValues {
             min_seconds: c.min_situation_seconds.to_string(),
             reservation_minutes: c.reservation_minutes.to_string(),
             retention: retention.map(|d| d.date().to_string()).unwrap_or_default(),
+            languages: c
+                .languages
+                .iter()
+                .map(|l| l.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
         }
     }
 
@@ -113,6 +121,7 @@ impl FormValues {
             min_seconds: g("min_seconds"),
             reservation_minutes: g("reservation_minutes"),
             retention: g("retention"),
+            languages: g("languages"),
         }
     }
 
@@ -192,6 +201,14 @@ impl FormValues {
             "The reservation timeout",
             &mut errors,
         );
+        // Empty: the default, English (a form from before languages had no such field).
+        match self.languages.trim() {
+            "" => {}
+            typed => match crate::domain::language::split_list(typed) {
+                Ok(l) => c.languages = l,
+                Err(e) => errors.push(format!("Languages: {e}.")),
+            },
+        }
         if c.consent_text.len() > 20_000 || c.debrief_text.len() > 20_000 || c.title.len() > 200 {
             errors.push("A text is too long.".into());
         }

@@ -17,6 +17,7 @@ pub mod freetext_report;
 pub mod groups;
 pub mod humans;
 pub mod instrument;
+pub mod language;
 pub mod measure;
 pub mod model_results;
 pub mod observation;

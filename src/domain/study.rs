@@ -1,5 +1,6 @@
 //! Study configuration: what a researcher sets, with the defaults of the paper's human study.
 
+use super::language::Lang;
 use serde::{Deserialize, Serialize};
 
 /// Lifecycle of a study.
@@ -83,6 +84,14 @@ pub struct StudyConfig {
     pub min_situation_seconds: i32,
     /// Minutes an unfinished participant holds a situation before the slot is given to others.
     pub reservation_minutes: i32,
+    /// The languages participants may take the study in; the first is the default (issue #20).
+    /// Files written before languages existed have none: English.
+    #[serde(default = "default_languages")]
+    pub languages: Vec<Lang>,
+}
+
+fn default_languages() -> Vec<Lang> {
+    vec![Lang::english()]
 }
 
 impl StudyConfig {
@@ -105,6 +114,7 @@ impl StudyConfig {
             code_screened_out: None,
             min_situation_seconds: 10,
             reservation_minutes: 30,
+            languages: default_languages(),
         }
     }
 
@@ -137,6 +147,7 @@ impl StudyConfig {
         if self.title.trim().is_empty() {
             return Err("the title is empty".into());
         }
+        super::language::check_list(&self.languages)?;
         if self.target_per_situation < 1 {
             return Err("the target per situation must be at least 1".into());
         }

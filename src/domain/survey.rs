@@ -337,10 +337,7 @@ pub fn parse_questionnaire(
     for (pos, n) in display_order.iter().enumerate() {
         match given.get(n).map(|v| v.trim()) {
             None | Some("") => {
-                errors
-                    .items
-                    .entry(*n)
-                    .or_insert_with(|| "Please choose an answer.".into());
+                errors.items.entry(*n).or_insert_with(|| UNANSWERED.into());
             }
             Some(v) => match v.parse::<i32>() {
                 Ok(x) if (instrument.min..=instrument.max).contains(&x) => {
@@ -390,6 +387,9 @@ pub const MAX_AGE: i32 = 100;
 /// "Prefer not to say" everywhere). Year of birth offers the years a participant of
 /// [`MIN_AGE`]–[`MAX_AGE`] could have been born in `current_year`: the page's options and the
 /// server's check are this one list, so they cannot disagree.
+/// The error of a question left unanswered (the pages show it in the participant's language).
+pub const UNANSWERED: &str = "Please choose an answer.";
+
 pub fn demographic_field(name: &str, current_year: i32) -> Option<DemographicField> {
     let opts = |v: &[&str]| -> Vec<String> {
         v.iter()
@@ -510,9 +510,7 @@ pub fn parse_demographics(
                 out.push((d.name.to_string(), v.to_string()))
             }
             [] | [""] => {
-                errors
-                    .items
-                    .insert(i as u32, "Please choose an answer.".into());
+                errors.items.insert(i as u32, UNANSWERED.into());
             }
             _ => {
                 errors
@@ -577,7 +575,7 @@ pub fn grade_check(
         }
         _ => {
             if errors.general.is_empty() {
-                errors.items.insert(0, "Please choose an answer.".into());
+                errors.items.insert(0, UNANSWERED.into());
             }
             Err(errors)
         }

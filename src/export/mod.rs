@@ -189,6 +189,13 @@ fn identity_columns() -> Vec<Column> {
             "true when the participant came through the study's pilot link (a test by the research team, never counted); pilots are exported only when asked for.",
         ),
         col(
+            "language",
+            "Language",
+            "string",
+            "",
+            "The language tag the participant took the study in (one of the study's languages, e.g. en, de, zh-CN), chosen from the link's lang=, the browser's languages or the study's default; empty for imported participants and for those who took part before studies had languages (they saw English).",
+        ),
+        col(
             "prolific_pid",
             "Prolific participant id",
             "string",
@@ -592,6 +599,7 @@ fn identity(ctx: &Context, p: &ExportParticipant) -> Vec<String> {
         p.source_ref.clone().unwrap_or_default(),
         boolean(p.imported).to_owned(),
         boolean(p.pilot).to_owned(),
+        p.language.clone().unwrap_or_default(),
         p.prolific_pid.clone().unwrap_or_default(),
         p.prolific_study_id.clone().unwrap_or_default(),
         p.prolific_session_id.clone().unwrap_or_default(),

@@ -170,6 +170,8 @@ pub struct ExportParticipant {
     pub imported: bool,
     /// A pilot participant (the study's pilot link); exported only when asked for.
     pub pilot: bool,
+    /// The language the participant took the study in (#20).
+    pub language: Option<String>,
     pub source_ref: Option<String>,
     pub created_at: NaiveDateTime,
     pub completed_at: Option<NaiveDateTime>,

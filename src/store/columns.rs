@@ -111,6 +111,10 @@ impl JsonValue for Distributions {
     const WHAT: &'static str = "answer distributions";
 }
 
+impl JsonValue for Vec<crate::domain::language::Lang> {
+    const WHAT: &'static str = "language list";
+}
+
 impl JsonValue for Option<RunManifest> {
     const WHAT: &'static str = "run parameters";
 }
@@ -193,6 +197,7 @@ fn column_of(table: &str, what: &str) -> &'static str {
         ("model_trials", "answer distributions") => model_trials::distributions::NAME,
         (_, "account role") => "role",
         ("studies", "list of names") => studies::demographics::NAME,
+        ("studies", "language list") => studies::languages::NAME,
         ("participants", "demographic answers") => participants::demographics::NAME,
         ("model_runs", "run parameters") => model_runs::params::NAME,
         ("model_trials", "item order") => model_trials::item_order::NAME,

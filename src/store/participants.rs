@@ -22,6 +22,7 @@ use super::{
     DbConnection, DemographicAnswers, ParticipantId, SituationId, StoreError, StudyId, now,
 };
 use crate::domain::assignment::{self, Assignment, Cell};
+use crate::domain::language::Lang;
 use crate::domain::measure::Measure;
 use crate::domain::survey::{Outcome, Page, PageEvent, ParticipantStatus, SessionKey};
 
@@ -51,11 +52,30 @@ pub struct Participant {
     pub completed_at: Option<NaiveDateTime>,
     /// Made through the study's pilot link: runs the real pages, counts nowhere.
     pub pilot: bool,
+    /// The language tag the participant took the study in (#20); `None` for participants
+    /// made before languages existed, who saw English.
+    pub language: Option<String>,
 }
 
 impl Participant {
     pub fn page(&self) -> Page {
         self.page
+    }
+
+    /// The language the participant took the study in (`None`: made before languages, so
+    /// English); a stored text that is not a tag is [`StoreError::Corrupt`].
+    pub fn language(&self) -> Result<Option<Lang>, StoreError> {
+        self.language
+            .as_deref()
+            .map(|t| {
+                Lang::parse(t).map_err(|detail| StoreError::Corrupt {
+                    table: "participants",
+                    row: self.id.to_string(),
+                    column: participants::language::NAME.to_owned(),
+                    detail,
+                })
+            })
+            .transpose()
     }
 
     /// The item order shown on a questionnaire page (canonical when none was stored, or the
@@ -82,6 +102,8 @@ pub struct Arrival {
     pub user_agent: Option<String>,
     /// Came through the study's pilot link ([`Participant::pilot`]).
     pub pilot: bool,
+    /// The language chosen on the consent page, one of the study's (#20).
+    pub language: Option<String>,
 }
 
 /// The participant of a study with `column = value` (a unique key): one query on the backend's
@@ -248,6 +270,7 @@ pub fn create(
             participants::order_evoked.eq(Json(orders.1)),
             participants::user_agent.eq(&arrival.user_agent),
             participants::pilot.eq(arrival.pilot),
+            participants::language.eq(&arrival.language),
             participants::created_at.eq(t),
             participants::updated_at.eq(t),
         ))

@@ -160,6 +160,8 @@ diesel::table! {
         updated_at -> Timestamp,
         opened_at -> Nullable<Timestamp>,
         closed_at -> Nullable<Timestamp>,
+        /// The study's languages, a JSON list of tags, the first its default (#20).
+        languages -> Text,
     }
 }
 
@@ -194,6 +196,8 @@ diesel::table! {
         pilot -> Bool,
         /// The situation page's honeypot was filled (`domain::evidence`, #15).
         flag_honeypot -> Bool,
+        /// The language the participant took the study in (#20); NULL before languages.
+        language -> Nullable<Text>,
     }
 }
 

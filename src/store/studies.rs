@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use super::columns::{Json, corrupt_row};
 use super::schema::{situations, studies};
 use super::{DbConnection, InstrumentId, SituationSetId, StoreError, StudyId, now};
+use crate::domain::language::Lang;
 use crate::domain::study::{StudyConfig, StudyStatus};
 
 /// A study as listed.
@@ -60,6 +61,7 @@ struct Settings<'a> {
     min_situation_seconds: i32,
     reservation_minutes: i32,
     retention_until: Option<chrono::NaiveDateTime>,
+    languages: Json<Vec<Lang>>,
     updated_at: chrono::NaiveDateTime,
 }
 
@@ -95,6 +97,7 @@ fn settings<'a>(config: &'a StudyConfig, sources: Sources) -> Result<Settings<'a
         min_situation_seconds: config.min_situation_seconds,
         reservation_minutes: config.reservation_minutes,
         retention_until: sources.retention_until,
+        languages: Json(config.languages.clone()),
         updated_at: now(),
     })
 }
@@ -238,6 +241,8 @@ pub struct Study {
     pub updated_at: chrono::NaiveDateTime,
     pub opened_at: Option<chrono::NaiveDateTime>,
     pub closed_at: Option<chrono::NaiveDateTime>,
+    /// The languages participants may take it in; the first is the default (#20).
+    pub languages: Json<Vec<Lang>>,
 }
 
 impl Study {
@@ -251,6 +256,11 @@ impl Study {
 
     pub fn check_failure_ends(&self) -> bool {
         self.attention_check == "end"
+    }
+
+    /// The study's languages (never empty: the configuration refuses that), the default first.
+    pub fn languages(&self) -> &[Lang] {
+        &self.languages.0
     }
 
     /// The demographic fields asked, in order.
@@ -276,6 +286,7 @@ impl Study {
         c.code_screened_out = self.code_screened_out.clone();
         c.min_situation_seconds = self.min_situation_seconds;
         c.reservation_minutes = self.reservation_minutes;
+        c.languages = self.languages.0.clone();
         c
     }
 

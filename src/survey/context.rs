@@ -7,11 +7,16 @@ use actix_web::HttpRequest;
 use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieDuration};
 
 use crate::domain::instrument::Instrument;
+use crate::domain::language::{self, Lang};
 use crate::domain::survey::{Page, SessionKey};
 use crate::store::{self, participants::Participant, studies::Study};
 use crate::web::csrf;
 use crate::web::error::AppError;
+use crate::web::i18n::Tr;
 use crate::web::state::AppState;
+
+/// The query parameter of a link that asks for a language (`?lang=de`).
+pub const LANG_PARAM: &str = "lang";
 
 /// The cookie that holds a participant's session key for one study ([`SessionKey`]).
 pub fn participant_cookie_name(study: &Study) -> String {
@@ -36,6 +41,27 @@ pub struct SurveyContext {
     pub participant: Option<Participant>,
     /// This browser's key for the study, from its cookie.
     pub key: Option<SessionKey>,
+    /// The page's messages: the participant's language once known ([`SurveyContext::adopt`]),
+    /// before that the link's or the browser's choice among the study's languages.
+    pub tr: Tr,
+}
+
+/// The `lang=` of a request's query, if any (tags are ASCII letters, digits and `-`, so no
+/// decoding is needed; anything else is no tag and is ignored by the choice).
+pub fn link_lang(req: &HttpRequest) -> Option<&str> {
+    req.query_string()
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(LANG_PARAM)?.strip_prefix('='))
+}
+
+/// The language a visitor of `study` sees: the link's `lang=`, else the browser's
+/// `Accept-Language`, among the study's languages; else its default.
+pub fn visitor_language<'a>(req: &HttpRequest, study: &'a Study) -> Option<&'a Lang> {
+    let accept = req
+        .headers()
+        .get(actix_web::http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    language::choose(link_lang(req), accept, study.languages())
 }
 
 impl SurveyContext {
@@ -52,6 +78,9 @@ impl SurveyContext {
             ctx.participant = state
                 .survey_db(move |conn| Ok(store::participants::by_key(conn, id, &key)?))
                 .await?;
+            if let Some(p) = ctx.participant.clone() {
+                ctx.adopt(state, &p)?;
+            }
         }
         Ok(ctx)
     }
@@ -69,15 +98,37 @@ impl SurveyContext {
             .cookie(&participant_cookie_name(&study))
             .map(|c| SessionKey::from_cookie(c.value()));
         let instrument = state.instrument(study.instrument_id).await?;
+        let tr = state
+            .catalogues
+            .tr(visitor_language(req, &study).unwrap_or(&Lang::english()));
         Ok((
             SurveyContext {
                 study,
                 instrument,
                 participant: None,
                 key: key.clone(),
+                tr,
             },
             key,
         ))
+    }
+
+    /// The messages of a newcomer again (the link's or the browser's choice): for the consent
+    /// page of a new visit in a browser whose cookie names someone else.
+    pub fn as_visitor(&mut self, state: &AppState, req: &HttpRequest) {
+        self.tr = state
+            .catalogues
+            .tr(visitor_language(req, &self.study).unwrap_or(&Lang::english()));
+    }
+
+    /// From now on, the messages of `p`'s own language (English for a participant made
+    /// before languages existed).
+    pub fn adopt(&mut self, state: &AppState, p: &Participant) -> Result<(), AppError> {
+        let lang = p.language()?.unwrap_or_else(Lang::english);
+        if lang != *self.tr.language() {
+            self.tr = state.catalogues.tr(&lang);
+        }
+        Ok(())
     }
 
     /// The study's entry link (where a browser without a participant is sent).

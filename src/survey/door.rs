@@ -22,6 +22,8 @@ use crate::web::state::AppState;
 #[derive(Template)]
 #[template(path = "survey/unavailable.html")]
 struct Refused {
+    /// English: the door's refusals are not in the catalogues yet (docs/languages.md).
+    tr: crate::web::i18n::Tr,
     title: String,
     heading: &'static str,
     message: &'static str,
@@ -60,7 +62,11 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub fn page(&self, study: &Study) -> Result<HttpResponse, AppError> {
+    pub fn page(
+        &self,
+        study: &Study,
+        english: crate::web::i18n::Tr,
+    ) -> Result<HttpResponse, AppError> {
         let (heading, message, prolific, status) = match self {
             Refusal::NoPid => (
                 "This study is only for Prolific participants",
@@ -101,6 +107,7 @@ impl Refusal {
         };
         let mut resp = render_status(
             Refused {
+                tr: english,
                 title: study.title.clone(),
                 heading,
                 message,

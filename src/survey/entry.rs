@@ -15,6 +15,7 @@ use super::door;
 use super::pages::{self, Visit};
 use crate::app::survey::{self as survey_app, Arrived};
 use crate::domain::assignment::mix_seed;
+use crate::domain::language::{self, Lang};
 use crate::domain::prolific_token::TOKEN_PARAM;
 use crate::domain::prompt::{canonical_order, shuffled_order};
 use crate::domain::study::StudyStatus;
@@ -23,6 +24,7 @@ use crate::store::participants::{self, Arrival, Participant};
 use crate::store::studies::Study;
 use crate::web::csrf;
 use crate::web::error::AppError;
+use crate::web::i18n::Tr;
 use crate::web::render::{render, render_status, see_other};
 use crate::web::state::AppState;
 
@@ -34,8 +36,9 @@ pub const SESSION_ID_FIELD: &str = "prolific_session_id";
 /// The pilot token (the query parameter of the consent page and the form's hidden field).
 pub const PILOT_FIELD: &str = "pilot";
 /// Every field a visitor's consent form sends besides the answer.
-const VISITOR_FIELDS: [&str; 7] = [
+const VISITOR_FIELDS: [&str; 8] = [
     csrf::FIELD,
+    context::LANG_PARAM,
     VISIT_FIELD,
     PID_FIELD,
     STUDY_ID_FIELD,
@@ -49,10 +52,16 @@ const VISIT_NONCE_LEN: usize = 24;
 #[derive(Template)]
 #[template(path = "survey/unavailable.html")]
 pub struct Unavailable {
+    pub tr: Tr,
     pub title: String,
-    pub heading: &'static str,
-    pub message: &'static str,
+    pub heading: String,
+    pub message: String,
     pub prolific: bool,
+}
+
+/// The English messages (for the pages whose texts are not in the catalogues yet).
+fn english(state: &AppState) -> Tr {
+    state.catalogues.tr(&Lang::english())
 }
 
 /// The Prolific ids a link (or a visitor's form) carries, each checked.
@@ -114,13 +123,16 @@ fn link_ids(study: &Study, query: &HashMap<String, String>) -> Result<LinkIds, A
 /// The consent page's URL, carrying the link's ids and token on (only ids [`ExternalId`]
 /// accepted: letters, digits, `-` and `_`, and tokens of base64url and dots, so nothing needs
 /// escaping).
-fn consent_url(study: &Study, ids: &LinkIds) -> String {
+fn consent_url(study: &Study, ids: &LinkIds, lang: Option<Lang>) -> String {
     let token_param = TOKEN_PARAM.to_owned();
+    let lang_param = context::LANG_PARAM.to_owned();
+    let lang = lang.map(|l| l.to_string());
     let params: Vec<String> = [
         (&study.pid_param, &ids.pid),
         (&study.study_id_param, &ids.study_id),
         (&study.session_id_param, &ids.session_id),
         (&token_param, &ids.token),
+        (&lang_param, &lang),
     ]
     .into_iter()
     .filter_map(|(name, v)| v.as_ref().map(|v| format!("{name}={v}")))
@@ -139,31 +151,25 @@ fn consent_url(study: &Study, ids: &LinkIds) -> String {
 async fn closed(
     state: &AppState,
     study: &Study,
+    tr: &Tr,
     prolific: bool,
     pilot: bool,
 ) -> Result<Option<HttpResponse>, AppError> {
     let page = |heading, message| Unavailable {
         title: study.title.clone(),
-        heading,
-        message,
+        heading: tr.t(heading),
+        message: tr.t(message),
         prolific,
+        tr: tr.clone(),
     };
     if pilot && study.status() != StudyStatus::Closed {
         return Ok(None);
     }
     if study.status() != StudyStatus::Open {
-        return render(page(
-            "This study is not open",
-            "Thank you for your interest. This study is not accepting participants at the moment.",
-        ))
-        .map(Some);
+        return render(page("not-open-heading", "not-open-message")).map(Some);
     }
     if state.study_is_full(study).await? {
-        return render(page(
-            "This study is full",
-            "Thank you for your interest. Every place in this study has been taken.",
-        ))
-        .map(Some);
+        return render(page("study-full-heading", "study-full-message")).map(Some);
     }
     Ok(None)
 }
@@ -204,7 +210,7 @@ pub async fn get(
                         if let Err(refusal) =
                             door::verify_token(&state, &study, &d, &ids.door()).await
                         {
-                            return refusal.page(&study);
+                            return refusal.page(&study, english(&state));
                         }
                     }
                     Some(resumed(&state, p).await?)
@@ -216,10 +222,11 @@ pub async fn get(
     };
 
     let Some((participant, key)) = existing else {
-        if let Some(page) = closed(&state, &study, ids.pid.is_some(), false).await? {
+        if let Some(page) = closed(&state, &study, &ctx.tr, ids.pid.is_some(), false).await? {
             return Ok(page);
         }
-        return Ok(see_other(&consent_url(&study, &ids)));
+        let lang = context::link_lang(&req).and_then(|l| Lang::parse(l).ok());
+        return Ok(see_other(&consent_url(&study, &ids, lang)));
     };
     let (token, new_token) = csrf::token(&req);
     let mut resp = see_other(&ctx.page_url(participant.page()));
@@ -245,7 +252,7 @@ pub async fn consent_form(
     slug: web::Path<String>,
     query: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let ctx = SurveyContext::load(&state, &req, &slug).await?;
+    let mut ctx = SurveyContext::load(&state, &req, &slug).await?;
     let ids = link_ids(&ctx.study, &query)?;
     let pilot = query
         .get(PILOT_FIELD)
@@ -260,7 +267,17 @@ pub async fn consent_form(
             return Ok(see_other(&ctx.page_url(p.page())));
         }
     }
-    if let Some(page) = closed(&state, &ctx.study, ids.pid.is_some(), pilot.is_some()).await? {
+    // From here on the page is a new visit's, whoever this browser's cookie names.
+    ctx.as_visitor(&state, &req);
+    if let Some(page) = closed(
+        &state,
+        &ctx.study,
+        &ctx.tr,
+        ids.pid.is_some(),
+        pilot.is_some(),
+    )
+    .await?
+    {
         return Ok(page);
     }
     // The door (pilots pass): the Prolific id this visit may start as.
@@ -270,7 +287,7 @@ pub async fn consent_form(
         let d = door::settings(&state, &ctx.study).await?;
         match door::at_consent_page(&state, &ctx.study, &d, &ids.door()).await? {
             Ok(pid) => (pid, d.require_token),
-            Err(refusal) => return refusal.page(&ctx.study),
+            Err(refusal) => return refusal.page(&ctx.study, english(&state)),
         }
     };
     let (token, new_token) = csrf::token(&req);
@@ -289,7 +306,8 @@ pub async fn consent_form(
         prolific_session_id: ids.session_id,
         pilot,
     };
-    let resp = render(pages::visitor_consent(&ctx, &token, visit))?;
+    let languages = switcher(&req, &ctx);
+    let resp = render(pages::visitor_consent(&ctx, &token, visit, languages))?;
     Ok(pages::with_csrf(resp, &req, &token, new_token))
 }
 
@@ -298,6 +316,7 @@ pub async fn consent_form(
 /// token is a page that does not exist.
 pub async fn pilot(
     state: web::Data<AppState>,
+    req: HttpRequest,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, AppError> {
     let (slug, token) = path.into_inner();
@@ -305,7 +324,10 @@ pub async fn pilot(
     if !state.is_pilot_token(study.id, &token) {
         return Err(AppError::NotFound);
     }
-    if let Some(page) = closed(&state, &study, false, true).await? {
+    let tr = state
+        .catalogues
+        .tr(context::visitor_language(&req, &study).unwrap_or(&Lang::english()));
+    if let Some(page) = closed(&state, &study, &tr, false, true).await? {
         return Ok(page);
     }
     Ok(see_other(&format!(
@@ -352,9 +374,24 @@ pub async fn consent(
     };
     let consent =
         survey_app::parse_consent(&fields, &VISITOR_FIELDS).map_err(AppError::BadRequest)?;
-    let (ctx, _) = SurveyContext::start(&state, &req, &slug).await?;
+    let (mut ctx, _) = SurveyContext::start(&state, &req, &slug).await?;
     let study = ctx.study.clone();
+    // The language the consent page was shown in (its hidden field), when the study has it;
+    // else the browser's choice among the study's, else its default.
+    let accept = req
+        .headers()
+        .get(actix_web::http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    let lang = language::choose(
+        field(&fields, context::LANG_PARAM).map(String::as_str),
+        accept,
+        study.languages(),
+    )
+    .cloned()
+    .unwrap_or_else(Lang::english);
+    ctx.tr = state.catalogues.tr(&lang);
     let arrival = Arrival {
+        language: Some(lang.to_string()),
         prolific_pid: external("Prolific id", field(&fields, PID_FIELD))?,
         prolific_study_id: external("study id", field(&fields, STUDY_ID_FIELD))?,
         prolific_session_id: external("session id", field(&fields, SESSION_ID_FIELD))?,
@@ -370,7 +407,7 @@ pub async fn consent(
         },
     };
     let prolific = arrival.prolific_pid.is_some();
-    if let Some(page) = closed(&state, &study, prolific, arrival.pilot).await? {
+    if let Some(page) = closed(&state, &study, &ctx.tr, prolific, arrival.pilot).await? {
         return Ok(page);
     }
     // Pilots come from the researchers, who hold the link's token: not checked at the door
@@ -387,12 +424,12 @@ pub async fn consent(
         )
         .await?;
         if let Some(refusal) = refusal {
-            return refusal.page(&study);
+            return refusal.page(&study, english(&state));
         }
         let addr = crate::web::request::client_addr(&req, &state.settings.trusted_proxies);
         let limit = d.limit(state.settings.new_participants_per_address);
         if let Err(wait) = state.admit_new_participant(study.id, limit, &addr) {
-            return too_many(&study, wait);
+            return too_many(&study, &ctx.tr, wait);
         }
     }
     let public_id = context::visit_secret(&state, visit);
@@ -421,14 +458,14 @@ pub async fn consent(
 
 /// 429 for an address that started its limit of participants in the window.
 /// (Not the "return your submission" advice: they should come back, not give up their place.)
-fn too_many(study: &Study, wait: std::time::Duration) -> Result<HttpResponse, AppError> {
+fn too_many(study: &Study, tr: &Tr, wait: std::time::Duration) -> Result<HttpResponse, AppError> {
     let mut resp = render_status(
         Unavailable {
             title: study.title.clone(),
-            heading: "Please try again in a few minutes",
-            message: "Many people have started this study from your network in the last few \
-                      minutes. Please wait a few minutes and open your link again.",
+            heading: tr.t("too-many-heading"),
+            message: tr.t("too-many-message"),
             prolific: false,
+            tr: tr.clone(),
         },
         StatusCode::TOO_MANY_REQUESTS,
     )?;
@@ -439,4 +476,37 @@ fn too_many(study: &Study, wait: std::time::Duration) -> Result<HttpResponse, Ap
             .insert(actix_web::http::header::RETRY_AFTER, v);
     }
     Ok(resp)
+}
+
+/// The consent page's language switcher: one link per study language (none when it has only
+/// one), each the page's own address with the same query and that `lang=`.
+fn switcher(req: &HttpRequest, ctx: &SurveyContext) -> Vec<pages::LangLink> {
+    let langs = ctx.study.languages();
+    if langs.len() < 2 {
+        return Vec::new();
+    }
+    let kept: Vec<&str> = req
+        .query_string()
+        .split('&')
+        .filter(|kv| !kv.is_empty() && kv.split('=').next() != Some(context::LANG_PARAM))
+        .collect();
+    langs
+        .iter()
+        .map(|l| {
+            let mut query = kept.clone();
+            let own = format!("{}={l}", context::LANG_PARAM);
+            query.push(&own);
+            pages::LangLink {
+                tag: l.to_string(),
+                name: ctx.tr.name_of(l),
+                url: format!(
+                    "/s/{}/{}?{}",
+                    ctx.study.slug,
+                    Page::Consent.as_str(),
+                    query.join("&")
+                ),
+                current: l == ctx.tr.language(),
+            }
+        })
+        .collect()
 }

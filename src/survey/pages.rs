@@ -11,12 +11,13 @@ use crate::app::survey::{self, PageForm, Posted};
 use crate::domain::instrument::Instrument;
 use crate::domain::protocol;
 use crate::domain::survey::{
-    ATTENTION_CHECK, FormErrors, Outcome, Page, demographic_field, reminder,
+    ATTENTION_CHECK, FormErrors, Outcome, Page, UNANSWERED, demographic_field, reminder,
 };
 use crate::domain::survey::{ParticipantStatus, SessionKey};
 use crate::store::participants::{self, Participant};
 use crate::web::csrf;
 use crate::web::error::AppError;
+use crate::web::i18n::Tr;
 use crate::web::render::{render, render_status, see_other};
 use crate::web::state::AppState;
 
@@ -34,6 +35,8 @@ pub struct Frame {
     /// Show the progress bar: not on the pages of a survey that ended unfinished (withdrawn,
     /// declined, screened out), where a full bar would say it was completed.
     pub show_progress: bool,
+    /// The page's messages, in the participant's language.
+    pub tr: Tr,
 }
 
 impl Frame {
@@ -50,7 +53,17 @@ impl Frame {
                 && !page.is_terminal()
                 && ctx.key.as_ref().is_some_and(SessionKey::may_withdraw),
             show_progress: !matches!(page, Page::Withdrawn | Page::Ended),
+            tr: ctx.tr.clone(),
         }
+    }
+
+    /// "Step 2 of 7" in the page's language.
+    pub fn step_label(&self) -> String {
+        self.tr.n2(
+            "step-of",
+            ("step", self.step as i64),
+            ("steps", self.steps as i64),
+        )
     }
 
     pub fn percent(&self) -> usize {
@@ -72,6 +85,17 @@ pub(super) struct ConsentPage {
     paragraphs: Vec<String>,
     /// For a browser without a participant: what its answer will make one of.
     visit: Option<Visit>,
+    /// The language switcher (empty for a study in one language, and once consent is given).
+    languages: Vec<LangLink>,
+}
+
+/// One link of the consent page's language switcher.
+pub struct LangLink {
+    pub tag: String,
+    /// The language's own name ("Deutsch").
+    pub name: String,
+    pub url: String,
+    pub current: bool,
 }
 
 /// The hidden fields of a consent form shown to a browser without a participant: a random
@@ -91,11 +115,17 @@ pub(super) struct Visit {
 }
 
 /// The consent page, for a browser with no participant yet.
-pub(super) fn visitor_consent(ctx: &SurveyContext, csrf: &str, visit: Visit) -> ConsentPage {
+pub(super) fn visitor_consent(
+    ctx: &SurveyContext,
+    csrf: &str,
+    visit: Visit,
+    languages: Vec<LangLink>,
+) -> ConsentPage {
     ConsentPage {
         frame: Frame::new(ctx, Page::Consent, csrf),
         paragraphs: paragraphs(&ctx.study.consent_text),
         visit: Some(visit),
+        languages,
     }
 }
 
@@ -132,13 +162,22 @@ pub struct ItemView {
 #[template(path = "survey/questionnaire.html")]
 struct QuestionnairePage {
     frame: Frame,
-    heading: &'static str,
+    heading: String,
+    /// Items with an error (the summary's plural).
+    open_items: i64,
     instructions: String,
     items: Vec<ItemView>,
     errors: Vec<(String, String)>,
     /// On the second questionnaire: the situation in one line, and the whole text when that
     /// line had to cut it.
     reminder: Option<(String, Option<String>)>,
+}
+
+impl QuestionnairePage {
+    /// The error summary's heading, its plural by the number of items with an error.
+    fn errors_heading(&self) -> String {
+        self.frame.tr.n("errors-heading", "count", self.open_items)
+    }
 }
 
 /// How long the one-line reminder of the situation may be (about a line at 1280 px, two on a
@@ -155,17 +194,18 @@ fn situation_reminder(text: Option<&str>) -> Option<(String, Option<String>)> {
 #[template(path = "survey/situation.html")]
 struct SituationPage {
     frame: Frame,
-    heading: &'static str,
-    intro: &'static str,
+    heading: String,
+    intro: String,
     text: String,
     min_seconds: i32,
+    wait_note: String,
 }
 
 #[derive(Template)]
 #[template(path = "survey/check.html")]
 struct CheckPage {
     frame: Frame,
-    question: &'static str,
+    question: String,
     options: Vec<Choice>,
     error: Option<String>,
 }
@@ -181,8 +221,8 @@ struct DebriefPage {
 #[template(path = "survey/done.html")]
 struct DonePage {
     frame: Frame,
-    heading: &'static str,
-    message: &'static str,
+    heading: String,
+    message: String,
     code: Option<String>,
     prolific_url: Option<String>,
 }
@@ -192,6 +232,16 @@ struct DonePage {
 struct WithdrawPage {
     frame: Frame,
     back: String,
+}
+
+/// A form error in the page's language: "choose an answer" is the catalogues'; the rest
+/// (answers out of range, fields twice: forms our pages never send) stays as the parser said.
+fn item_error(tr: &Tr, error: &str) -> String {
+    if error == UNANSWERED {
+        tr.t("error-choose")
+    } else {
+        error.to_owned()
+    }
 }
 
 fn choices(instrument: &Instrument, number: u32, chosen: Option<i32>) -> Vec<Choice> {
@@ -245,7 +295,7 @@ fn questionnaire(
             // An item that carries its own options (BDI) is those options: they are the radio
             // labels, so the legend names the group instead of repeating them.
             let text = match item {
-                Some(it) if !it.options.is_empty() => "Choose one statement".to_owned(),
+                Some(it) if !it.options.is_empty() => ctx.tr.t("choose-one-statement"),
                 Some(it) => it.text.clone(),
                 None => String::new(),
             };
@@ -254,7 +304,7 @@ fn questionnaire(
                 position: i + 1,
                 text,
                 options: choices(inst, *n, chosen),
-                error: errors.items.get(n).cloned(),
+                error: errors.items.get(n).map(|e| item_error(&ctx.tr, e)),
             }
         })
         .collect::<Vec<_>>();
@@ -273,11 +323,12 @@ fn questionnaire(
     let before = page == Page::PanasBefore;
     QuestionnairePage {
         frame: Frame::new(ctx, page, csrf),
-        heading: if before {
-            protocol::BEFORE_HEADING
+        heading: ctx.tr.t(if before {
+            "panas-before-heading"
         } else {
-            protocol::AFTER_HEADING
-        },
+            "panas-after-heading"
+        }),
+        open_items: items.iter().filter(|i| i.error.is_some()).count() as i64,
         instructions: instructions(inst, before),
         items,
         errors: summary,
@@ -305,17 +356,20 @@ fn demographics(
                 .map(|(_, v)| v.as_str());
             FieldView {
                 name: d.name.to_owned(),
-                label: d.label.to_owned(),
+                label: ctx.tr.label("field", d.name),
                 options: d
                     .options
                     .iter()
                     .map(|o| Choice {
                         value: o.clone(),
-                        label: o.clone(),
+                        label: ctx.tr.label("option", o),
                         checked: chosen == Some(o.as_str()),
                     })
                     .collect(),
-                error: errors.items.get(&(i as u32)).cloned(),
+                error: errors
+                    .items
+                    .get(&(i as u32))
+                    .map(|e| item_error(&ctx.tr, e)),
             }
         })
         .collect();
@@ -334,13 +388,13 @@ fn check_page(
 ) -> CheckPage {
     CheckPage {
         frame: Frame::new(ctx, Page::Check, csrf),
-        question: ATTENTION_CHECK.question,
+        question: ctx.tr.t("check-question"),
         options: ATTENTION_CHECK
             .options
             .iter()
             .map(|o| Choice {
                 value: (*o).to_owned(),
-                label: (*o).to_owned(),
+                label: ctx.tr.label("check-option", o),
                 checked: chosen == Some(*o),
             })
             .collect(),
@@ -350,36 +404,31 @@ fn check_page(
 
 fn final_page(ctx: &SurveyContext, p: &Participant, page: Page, csrf: &str) -> DonePage {
     let prolific = p.prolific_pid.is_some();
+    // The catalogue ids of the heading and the message (`final-…` in locales/*.ftl).
     let (outcome, heading, message) = match (page, p.status) {
-        (Page::Withdrawn, _) => (
-            None,
-            "You have withdrawn",
-            "Your answers have been deleted. Thank you for your time. If you came from Prolific, \
-             please return your submission there (choose \"Stop without completing\").",
-        ),
+        (Page::Withdrawn, _) => (None, "final-withdrawn-heading", "final-withdrawn-message"),
         (_, ParticipantStatus::Completed) => (
             Some(Outcome::Completed),
-            "Thank you!",
-            "You have completed the study.",
+            "final-completed-heading",
+            "final-completed-message",
         ),
         (_, ParticipantStatus::NoConsent) => (
             Some(Outcome::NoConsent),
-            "You chose not to take part",
-            "No answers were stored. Thank you for considering the study. If you came from \
-             Prolific, please return your submission.",
+            "final-no-consent-heading",
+            "final-no-consent-message",
         ),
         (_, ParticipantStatus::FailedCheck) => (
             Some(Outcome::FailedAttentionCheck),
-            "The study has ended",
-            "Thank you for your time. The study ended after the attention question.",
+            "final-failed-check-heading",
+            "final-failed-check-message",
         ),
         _ => (
             Some(Outcome::ScreenedOut),
-            "The study is full",
-            "Thank you for your interest. Every place in this study has been taken. If you came \
-             from Prolific, please return your submission.",
+            "final-full-heading",
+            "final-full-message",
         ),
     };
+    let (heading, message) = (ctx.tr.t(heading), ctx.tr.t(message));
     let code = outcome
         .and_then(|o| ctx.study.code_for(o))
         .map(str::to_owned);
@@ -432,6 +481,7 @@ fn render_page(
             frame: Frame::new(ctx, page, csrf),
             paragraphs: paragraphs(&ctx.study.consent_text),
             visit: None,
+            languages: Vec::new(),
         }),
         Page::Demographics => render(demographics(ctx, csrf, &[], &none)),
         Page::PanasBefore | Page::PanasAfter => {
@@ -480,7 +530,7 @@ pub(super) async fn show(
     slug: &str,
     page_name: &str,
 ) -> Result<HttpResponse, AppError> {
-    let (ctx, key) = SurveyContext::start(state, req, slug).await?;
+    let (mut ctx, key) = SurveyContext::start(state, req, slug).await?;
     let Some(key) = key else {
         return Ok(see_other(&ctx.entry_url()));
     };
@@ -498,6 +548,7 @@ pub(super) async fn show(
     if requested != Some(current) {
         return Ok(see_other(&ctx.page_url(current)));
     }
+    ctx.adopt(state, &p)?;
     let (csrf, new) = csrf::token(req);
     let resp = if current == Page::Situation {
         let text = text.ok_or_else(|| {
@@ -505,10 +556,15 @@ pub(super) async fn show(
         })?;
         render(SituationPage {
             frame: Frame::new(&ctx, current, &csrf),
-            heading: protocol::SITUATION_HEADING,
-            intro: protocol::SITUATION_INTRO,
+            heading: ctx.tr.t("situation-heading"),
+            intro: ctx.tr.t("situation-intro"),
             text,
             min_seconds: ctx.study.min_situation_seconds,
+            wait_note: ctx.tr.n(
+                "situation-wait",
+                "seconds",
+                i64::from(ctx.study.min_situation_seconds),
+            ),
         })?
     } else {
         render_page(&ctx, &p, current, &csrf, text.as_deref())?
@@ -541,7 +597,7 @@ pub(super) async fn submit(
         .find(|(k, _)| k == csrf::FIELD)
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let (ctx, key) = SurveyContext::start(state, req, slug).await?;
+    let (mut ctx, key) = SurveyContext::start(state, req, slug).await?;
     let Some(key) = key else {
         return Ok(see_other(&ctx.entry_url()));
     };
@@ -561,7 +617,7 @@ pub(super) async fn submit(
         Posted::NoParticipant => Ok(see_other(&ctx.entry_url())),
         Posted::Moved(p) => Ok(see_other(&after_submit(&ctx, &p))),
         Posted::BadRequest(m) => Err(AppError::BadRequest(m)),
-        Posted::Invalid(p, fields, e) => match p.page() {
+        Posted::Invalid(p, fields, e) => match ctx.adopt(state, &p).map(|()| p.page())? {
             Page::Demographics => render_status(
                 demographics(&ctx, &csrf, &fields, &e),
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -577,7 +633,7 @@ pub(super) async fn submit(
                 )
             }
             _ => render_status(
-                check_page(&ctx, &csrf, None, Some("Please choose an answer.".into())),
+                check_page(&ctx, &csrf, None, Some(ctx.tr.t("error-choose"))),
                 StatusCode::UNPROCESSABLE_ENTITY,
             ),
         },

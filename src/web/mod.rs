@@ -7,6 +7,7 @@ pub mod assets;
 pub mod csrf;
 pub mod error;
 pub mod home;
+pub mod i18n;
 pub mod jwks;
 pub mod prolific_hook;
 pub mod render;
@@ -78,8 +79,13 @@ impl Application {
         let blocking = (settings.pool_size as usize).div_ceil(workers).max(2);
         let writer = crate::store::writer::Writer::start(&settings.database_url)
             .map_err(std::io::Error::other)?;
-        let state =
-            web::Data::new(AppState::new(pool, settings, writer).map_err(std::io::Error::other)?);
+        let catalogues = std::sync::Arc::new(
+            i18n::Catalogues::load(settings.catalogue_dir.as_deref())
+                .map_err(std::io::Error::other)?,
+        );
+        let state = web::Data::new(
+            AppState::new(pool, settings, writer, catalogues).map_err(std::io::Error::other)?,
+        );
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())

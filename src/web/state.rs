@@ -50,6 +50,9 @@ pub struct AppState {
     new_participants: Arc<std::sync::Mutex<RateWindow<(StudyId, String)>>>,
     /// Prolific's token-signing keys (`web::jwks`).
     pub jwks: Arc<crate::web::jwks::JwksCache>,
+    /// The participant pages' message catalogues, every bundle built once at start-up
+    /// (`web::i18n`): a page's lookups never build one.
+    pub catalogues: Arc<crate::web::i18n::Catalogues>,
 }
 
 /// How long a cached study row is used before it is read again.
@@ -110,6 +113,7 @@ impl AppState {
         pool: Pool,
         settings: Settings,
         writer: Option<crate::store::writer::Writer>,
+        catalogues: Arc<crate::web::i18n::Catalogues>,
     ) -> Result<Self, crate::app::Error> {
         let dummy_hash = password::hash(&password::random_secret(32))?.into();
         let mut conn = pool.get().map_err(StoreError::from)?;
@@ -122,6 +126,7 @@ impl AppState {
             std::time::Duration::from_secs(settings.new_participants_window_seconds),
         );
         Ok(Self {
+            catalogues,
             new_participants: Arc::new(std::sync::Mutex::new(new_participants)),
             jwks: Arc::new(crate::web::jwks::JwksCache::new(
                 settings.prolific_jwks_url.clone(),

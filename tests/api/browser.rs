@@ -2003,3 +2003,292 @@ fn a_real_browser_reads_the_monitor_and_the_door_pages(db: TestDb) {
 }
 
 on_both_backends!(a_real_browser_reads_the_monitor_and_the_door_pages);
+
+/// What the language journeys expect to read, per language (issue #20).
+struct Expected {
+    tag: &'static str,
+    consent: &'static str,
+    demographics: &'static str,
+    withdraw: &'static str,
+    feelings_now: &'static str,
+    open_items: &'static str,
+    situation: &'static str,
+    check: &'static str,
+    debrief: &'static str,
+    done: &'static str,
+}
+
+const GERMAN: Expected = Expected {
+    tag: "de",
+    consent: "Information und Einwilligung",
+    demographics: "Über Sie",
+    withdraw: "Von der Studie zurücktreten?",
+    feelings_now: "Wie fühlen Sie sich gerade?",
+    open_items: "Bitte beantworten Sie die noch offene Aussage, bevor Sie weitermachen",
+    situation: "Stellen Sie sich diese Situation vor",
+    check: "Noch eine Frage",
+    debrief: "Über diese Studie",
+    done: "Vielen Dank!",
+};
+
+const CHINESE: Expected = Expected {
+    tag: "zh-CN",
+    consent: "研究说明与知情同意",
+    demographics: "关于您",
+    withdraw: "要退出本研究吗？",
+    feelings_now: "您此刻感觉如何？",
+    open_items: "继续之前，请回答尚未作答的 1 个条目",
+    situation: "想象这个情境",
+    check: "还有一个问题",
+    debrief: "关于本研究",
+    done: "谢谢！",
+};
+
+/// The page's `<html lang>`, `dir` and `<h1>` as the browser has them.
+fn lang_dir_heading(c: &Chrome) -> (String, String, String) {
+    let v = c.exec(
+        "var h = document.querySelector('h1');
+         return [document.documentElement.lang, getComputedStyle(document.body).direction,
+                 h ? h.textContent.trim() : ''];",
+        json!([]),
+    );
+    let s = |i: usize| v[i].as_str().unwrap_or("").to_owned();
+    (s(0), s(1), s(2))
+}
+
+#[track_caller]
+fn assert_page(c: &Chrome, want: &Expected, heading: &str) {
+    let (lang, dir, h1) = lang_dir_heading(c);
+    assert_eq!(
+        (lang.as_str(), dir.as_str(), h1.as_str()),
+        (want.tag, "ltr", heading)
+    );
+}
+
+/// One participant's whole survey in `want`'s language, chosen on the consent page's
+/// switcher (the German one) or by the link's `lang=` (the Chinese one), every page audited.
+fn journey_in(
+    c: &Chrome,
+    audit: &mut Audit<'_>,
+    app: &crate::helpers::TestApp,
+    want: &Expected,
+    pid: &str,
+    by_switcher: bool,
+) {
+    let base = app.base.clone();
+    let floors = {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let study = studies::load(&mut conn, "langs").unwrap().unwrap();
+        emotionbench::app::evidence::page_floors(&mut conn, &study).unwrap()
+    };
+    let page = |p: &str| format!("/s/langs/{p}");
+    let name = |p: &str| format!("{} {p}", want.tag);
+    if by_switcher {
+        c.goto(&format!("{base}/s/langs?PROLIFIC_PID={pid}"));
+        c.wait_for(&base, &page("consent"));
+        assert_eq!(lang_dir_heading(c).0, "en");
+        c.click(&c.css(&format!("nav.languages a[hreflang='{}']", want.tag)));
+        c.wait_for_text(want.consent);
+    } else {
+        c.goto(&format!(
+            "{base}/s/langs?PROLIFIC_PID={pid}&lang={}",
+            want.tag
+        ));
+        c.wait_for(&base, &page("consent"));
+    }
+    assert_page(c, want, want.consent);
+    audit.check(&name("consent"));
+    c.click(&c.css("button[name='consent'][value='yes']"));
+
+    c.wait_for(&base, &page("demographics"));
+    assert_page(c, want, want.demographics);
+    audit.check(&name("demographics"));
+    c.click(&c.css("footer a"));
+    c.wait_for(&base, &page("withdraw"));
+    assert_page(c, want, want.withdraw);
+    audit.check(&name("withdraw confirmation"));
+    c.click(&c.css("main a.button"));
+    c.wait_for(&base, &page("demographics"));
+    for (field, value) in [
+        ("gender", "Female"),
+        ("year_of_birth", "1990"),
+        ("country", "Germany"),
+        ("employment_status", "Student"),
+        ("education", "Vocational training"),
+    ] {
+        c.click(&c.css(&format!("select[name='{field}']")));
+        c.click(&c.xpath(&format!(
+            "//select[@name='{field}']/option[@value='{value}']"
+        )));
+    }
+    c.click(&c.css("form button[type='submit']"));
+
+    c.wait_for(&base, &page("feelings-now"));
+    let shown = Instant::now();
+    assert_page(c, want, want.feelings_now);
+    let items = items_in(&c.source());
+    for &n in &items[..items.len() - 1] {
+        click_radio(
+            c,
+            &format!("item-{n}"),
+            &panas_value("feelings-now", n).to_string(),
+        );
+    }
+    c.click(&c.css("form button[type='submit']"));
+    c.wait_for_text(want.open_items);
+    audit.check(&name("feelings-now with errors"));
+    let last = items[items.len() - 1];
+    click_radio(
+        c,
+        &format!("item-{last}"),
+        &panas_value("feelings-now", last).to_string(),
+    );
+    pause_past(shown, floors.floor(Page::PanasBefore, None));
+    c.click(&c.css("form button[type='submit']"));
+
+    c.wait_for(&base, &page("situation"));
+    let shown = Instant::now();
+    assert_page(c, want, want.situation);
+    audit.check(&name("situation"));
+    let situation = {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let study = studies::load(&mut conn, "langs").unwrap().unwrap();
+        participants::by_pid(&mut conn, study.id, pid)
+            .unwrap()
+            .unwrap()
+            .situation_id
+    };
+    pause_past(shown, floors.floor(Page::Situation, situation));
+    c.click(&c.css("#continue"));
+
+    c.wait_for(&base, &page("feelings-imagined"));
+    let shown = Instant::now();
+    audit.check(&name("feelings-imagined"));
+    for n in items_in(&c.source()) {
+        click_radio(
+            c,
+            &format!("item-{n}"),
+            &panas_value("feelings-imagined", n).to_string(),
+        );
+    }
+    pause_past(shown, floors.floor(Page::PanasAfter, None));
+    c.click(&c.css("form button[type='submit']"));
+
+    c.wait_for(&base, &page("check"));
+    let shown = Instant::now();
+    assert_page(c, want, want.check);
+    audit.check(&name("check"));
+    // The stored value stays the English option, whatever the label says.
+    click_radio(c, "answer", "A little");
+    pause_past(shown, floors.floor(Page::Check, None));
+    c.click(&c.css("form button[type='submit']"));
+
+    c.wait_for(&base, &page("debrief"));
+    assert_page(c, want, want.debrief);
+    audit.check(&name("debrief"));
+    c.click(&c.css("form button[type='submit']"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !c
+        .url()
+        .starts_with("https://app.prolific.com/submissions/complete")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "never redirected; at {}",
+            c.url()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.goto(&format!("{base}/s/langs"));
+    c.wait_for(&base, &page("done"));
+    assert_page(c, want, want.done);
+    audit.check(&name("done"));
+
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let study = studies::load(&mut conn, "langs").unwrap().unwrap();
+    let p = participants::by_pid(&mut conn, study.id, pid)
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.status.as_str(), "completed");
+    assert_eq!(p.language.as_deref(), Some(want.tag));
+}
+
+/// Issue #20: the survey in German (chosen on the consent page) and in Chinese (from the
+/// link), every page audited at 360 px; the consent pages also at 1280 px; and a right-to-left
+/// catalogue (an Arabic stub the test writes) laid out right to left.
+fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let Some(chrome) = Chrome::start() else {
+        return;
+    };
+    let backend = backend_name(&db);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("ar.ftl"),
+        "language-name = العربية\nconsent-heading = معلومات وموافقة\ncontinue = متابعة\n",
+    )
+    .unwrap();
+    let folder = dir.path().to_owned();
+    let app = crate::helpers::spawn_app_with(db, move |s| s.catalogue_dir = Some(folder));
+    let tags = ["en", "de", "zh-CN", "ar"];
+    make_study(&app, "langs", |c| {
+        c.languages = tags
+            .iter()
+            .map(|t| emotionbench::domain::language::Lang::parse(t).unwrap())
+            .collect();
+    });
+    let c = &chrome;
+    let mut audit = Audit::new(c, axe.clone(), backend);
+    journey_in(c, &mut audit, &app, &GERMAN, "pidlangde1", true);
+    journey_in(c, &mut audit, &app, &CHINESE, "pidlangzh1", false);
+
+    // Right to left: the page's direction, and the switcher and buttons laid out from the
+    // right edge.
+    // A new visitor: this browser's cookie names the Chinese participant, who is done.
+    c.cmd("DELETE", "/cookie", Value::Null);
+    c.goto(&format!("{}/s/langs/consent?lang=ar", app.base));
+    c.wait_for_text("معلومات وموافقة");
+    let (lang, dir, h1) = lang_dir_heading(c);
+    assert_eq!(
+        (lang.as_str(), dir.as_str(), h1.as_str()),
+        ("ar", "rtl", "معلومات وموافقة")
+    );
+    let mirrored = c.exec(
+        "var r = document.createRange(); r.selectNodeContents(document.querySelector('h1'));
+         var h = r.getBoundingClientRect();
+         var m = document.querySelector('main').getBoundingClientRect();
+         return Math.abs(m.right - h.right) < Math.abs(h.left - m.left);",
+        json!([]),
+    );
+    assert_eq!(mirrored, true, "the heading starts at the right");
+    audit.check("ar consent");
+    let mut failures = std::mem::take(&mut audit.failures);
+    let mut minor = std::mem::take(&mut audit.minor);
+    let mut pages = audit.pages.len();
+    drop(audit);
+    drop(chrome);
+
+    let Some(desktop) = Chrome::start_at((1280, 800)) else {
+        return;
+    };
+    let mut wide = Audit::new(&desktop, axe, backend);
+    for tag in ["de", "zh-CN", "ar"] {
+        desktop.goto(&format!("{}/s/langs/consent?lang={tag}", app.base));
+        desktop.wait_for(&app.base, "/s/langs/consent");
+        assert_eq!(lang_dir_heading(&desktop).0, tag);
+        wide.check(&format!("{tag} consent desktop"));
+    }
+    pages += wide.pages.len();
+    failures.extend(wide.failures);
+    minor.extend(wide.minor);
+    for m in &minor {
+        eprintln!("minor: {m}");
+    }
+    assert_eq!(pages, 2 * 9 + 1 + 3);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+on_both_backends!(a_real_browser_takes_the_survey_in_german_and_in_chinese);

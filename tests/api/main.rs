@@ -24,6 +24,7 @@ mod freetext;
 mod helpers;
 mod humans;
 mod imports;
+mod languages;
 mod model_results;
 mod pilot;
 mod prolific;

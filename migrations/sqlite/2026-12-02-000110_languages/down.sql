@@ -1,0 +1,2 @@
+ALTER TABLE participants DROP COLUMN language;
+ALTER TABLE studies DROP COLUMN languages;
