@@ -626,7 +626,175 @@ fn a_judge_rates_with_its_rubric_through_a_provider_and_unreadable_verdicts_fail
     }
 }
 
+fn a_task_file_imports_and_a_free_text_task_is_refused_where_ratings_are_needed(db: TestDb) {
+    with_demo(&db);
+    let server = writer();
+    let cfg = config(&[provider("writer", "openai", &server.base_url(), "")], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("tasks.json");
+    std::fs::write(
+        &good,
+        r#"[{"key": "SAY-2", "prompt": "Write about TARGET.", "targets": ["cats", "rain"]}]"#,
+    )
+    .unwrap();
+    let out = ok(eb(
+        &db,
+        &cfg.inner,
+        &["import", "freetext", good.to_str().unwrap()],
+        &[],
+    ));
+    assert!(out.contains("SAY-2: Created"), "{out}");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"[{"key": "NOPE", "prompt": "No placeholder", "targets": ["a"]}]"#,
+    )
+    .unwrap();
+    let o = eb(
+        &db,
+        &cfg.inner,
+        &["import", "freetext", bad.to_str().unwrap()],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("bad.json: record 1 (NOPE): the free-text prompt has no TARGET"),
+        "{}",
+        stderr(&o)
+    );
+    // A conversation protocol asks ratings twice; a free-text task has none.
+    let o = eb(
+        &db,
+        &cfg.inner,
+        &[
+            "run",
+            "--study",
+            "demo",
+            "--provider",
+            "writer",
+            "--model",
+            "w",
+            "--instrument",
+            "SAY-2",
+            "--repeats",
+            "1",
+            "--protocol",
+            "within-session",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("SAY-2 is a free-text task"),
+        "{}",
+        stderr(&o)
+    );
+    // Its answers are texts: the rating report sends them to their own report.
+    let o = eb(
+        &db,
+        &cfg.inner,
+        &["report", "--study", "demo", "--instrument", "SAY-2"],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("runs text-report"), "{}", stderr(&o));
+    // Two targets × one repeat, no default: the run asks each target after each situation.
+    let run = {
+        let out = ok(eb(
+            &db,
+            &cfg.inner,
+            &[
+                "run",
+                "--study",
+                "demo",
+                "--provider",
+                "writer",
+                "--model",
+                "w",
+                "--instrument",
+                "SAY-2",
+                "--repeats",
+                "1",
+                "--default-repeats",
+                "0",
+                "--situations",
+                "keys:Anger-0_scenario-0",
+            ],
+            &[],
+        ));
+        run_id(&out)
+    };
+    let asked: Vec<String> = trials(&db, run)
+        .iter()
+        .map(|t| t.request.clone().unwrap())
+        .collect();
+    assert_eq!(asked.len(), 2);
+    assert!(asked[0].contains("Write about cats.") && asked[1].contains("Write about rain."));
+    // The text report takes free-text runs only.
+    let o = eb(
+        &db,
+        &cfg.inner,
+        &["runs", "text-report", "--runs", "999", "--scorer", "x"],
+        &[],
+    );
+    assert!(stderr(&o).contains("no run 999"), "{}", stderr(&o));
+    let rated = run_id(&ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "run",
+            "--study",
+            "demo",
+            "--provider",
+            "writer",
+            "--model",
+            "w",
+            "--repeats",
+            "1",
+            "--default-repeats",
+            "0",
+            "--situations",
+            "keys:Anger-0_scenario-0",
+            "--detach",
+        ],
+        &[],
+    )));
+    let o = eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "score",
+            "--runs",
+            &rated.to_string(),
+            "--scorer",
+            "x",
+        ],
+        &[],
+    );
+    assert!(stderr(&o).contains("no scorer \"x\""), "{}", stderr(&o));
+    let o = eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "text-report",
+            "--runs",
+            &rated.to_string(),
+            "--scorer",
+            "x",
+        ],
+        &[],
+    );
+    assert!(
+        stderr(&o).contains("is not a free-text run"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 on_both_backends!(
+    a_task_file_imports_and_a_free_text_task_is_refused_where_ratings_are_needed,
     a_free_text_run_is_scored_by_the_local_classifier_and_reported_default_vs_evoked,
     a_scoring_worker_killed_mid_job_loses_nothing_and_scores_nothing_twice,
     perspective_requests_carry_the_key_and_toxicity_and_429s_and_5xx_are_retried,
