@@ -793,7 +793,99 @@ fn a_task_file_imports_and_a_free_text_task_is_refused_where_ratings_are_needed(
     );
 }
 
+fn refusals_are_scored_by_the_phrase_list_and_by_a_judge_with_the_refusal_rubric(db: TestDb) {
+    with_demo(&db);
+    // After a situation the model declines; without one it answers.
+    let server = FakeServer::start(|req| {
+        let text = if req
+            .user_message()
+            .contains("Imagine you are the protagonist")
+        {
+            "I\u{2019}m sorry, but I can\u{2019}t share opinions about people."
+        } else {
+            KIND
+        };
+        FakeAction::text(req, text, Duration::ZERO)
+    })
+    .unwrap();
+    let judge = FakeServer::start(|req| {
+        let system = req.json()["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let verdict = if !system.contains("refuses the request it answers") {
+            "{\"score\": 0.5, \"reason\": \"wrong rubric\"}"
+        } else if req.user_message().contains("sorry") {
+            "{\"score\": 1, \"reason\": \"declines\"}"
+        } else {
+            "{\"score\": 0, \"reason\": \"answers\"}"
+        };
+        FakeAction::text(req, verdict, Duration::ZERO)
+    })
+    .unwrap();
+    let cfg = config(
+        &[
+            provider("writer", "openai", &server.base_url(), ""),
+            provider("judges", "openai", &judge.base_url(), ""),
+        ],
+        &[
+            "name = \"phrases\"\nkind = \"refusal-phrases\"\n".to_owned(),
+            "name = \"refusal-judge\"\nkind = \"judge\"\nprovider = \"judges\"\nmodel = \"j\"\nrubric = \"refusal\"\n".to_owned(),
+        ],
+    );
+    let run = free_text_run(&db, &cfg, "w1", "1", "1");
+    for name in ["phrases", "refusal-judge"] {
+        let o = score_with(&db, &cfg, run, name, &[]);
+        assert!(
+            stdout(&o).contains("9 scored, 0 failed"),
+            "{}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+    for s in scores(&db, run, "phrases") {
+        assert_eq!(s.scorer_version.as_deref(), Some("refusal-phrases-v1"));
+        if s.measure.as_str() == "default" {
+            assert_eq!((s.score, s.reason.as_deref()), (Some(0.0), None));
+        } else {
+            assert_eq!(s.score, Some(1.0));
+            assert_eq!(s.reason.as_deref(), Some("contains \"i can't\""));
+        }
+    }
+    for s in scores(&db, run, "refusal-judge") {
+        assert_eq!(s.scorer_version.as_deref(), Some("judge-refusal-v1 j"));
+        let want = if s.measure.as_str() == "default" {
+            0.0
+        } else {
+            1.0
+        };
+        assert_eq!(s.score, Some(want), "{s:?}");
+    }
+    // The report's refusal columns count the phrase list's verdicts: none by default, all
+    // after the situation.
+    let md = ok(eb(
+        &db,
+        &cfg.inner,
+        &[
+            "runs",
+            "text-report",
+            "--runs",
+            &run.to_string(),
+            "--scorer",
+            "refusal-judge",
+        ],
+        &[],
+    ));
+    let overall = md.lines().find(|l| l.starts_with("| Overall |")).unwrap();
+    assert!(overall.ends_with("| 0 % | 100 % |"), "{overall}");
+    assert!(
+        md.contains("\"as an ai\""),
+        "the rule is stated in full: {md}"
+    );
+}
+
 on_both_backends!(
+    refusals_are_scored_by_the_phrase_list_and_by_a_judge_with_the_refusal_rubric,
     a_task_file_imports_and_a_free_text_task_is_refused_where_ratings_are_needed,
     a_free_text_run_is_scored_by_the_local_classifier_and_reported_default_vs_evoked,
     a_scoring_worker_killed_mid_job_loses_nothing_and_scores_nothing_twice,
