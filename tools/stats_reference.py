@@ -341,6 +341,22 @@ def published_factor_row():
     )
 
 
+def valence_control():
+    """src/domain/valence.rs (#18): the paired test of Δ(original) − Δ(variant) over three
+    situations, its 95 % t interval and d_z."""
+    from scipy import stats
+
+    original, variant = np.array([6.0, 4.0, 9.0]), np.array([0.0, 1.0, 0.5])
+    r = stats.ttest_rel(original, variant)
+    ci = r.confidence_interval(0.95)
+    d = original - variant
+    print(
+        f"valence control: t = {r.statistic!r}, p = {r.pvalue!r}, ci = ({ci.low!r}, "
+        f"{ci.high!r}), d_z = {d.mean() / d.std(ddof=1)!r}"
+    )
+
+
 if __name__ == "__main__":
     main()
     published_factor_row()
+    valence_control()

@@ -375,38 +375,65 @@ struct EmotionGroup {
 struct FactorGroup {
     index: u32,
     name: String,
-    situations: Vec<Situation>,
+    situations: Vec<Listed>,
 }
 
-/// Groups situations by emotion and factor, in the order they first appear.
+/// A situation on the set's page with its valence variants (#18) below it.
+struct Listed {
+    situation: Situation,
+    variants: Vec<Situation>,
+}
+
+/// Groups situations by emotion and factor, in the order they first appear; a variant goes
+/// below its original (the importer guarantees the same emotion and factor), or on its own
+/// when its original is missing.
 fn grouped(situations: Vec<Situation>) -> Vec<EmotionGroup> {
+    let (variants, originals): (Vec<Situation>, Vec<Situation>) =
+        situations.into_iter().partition(|s| s.variant_of.is_some());
     let mut out: Vec<EmotionGroup> = Vec::new();
-    for s in situations {
-        let emotion = match out.iter().position(|e| e.name == s.emotion) {
-            Some(i) => &mut out[i],
-            None => {
-                out.push(EmotionGroup {
-                    name: s.emotion.clone(),
-                    factors: Vec::new(),
-                });
-                let last = out.len() - 1;
-                &mut out[last]
-            }
-        };
-        match emotion
-            .factors
+    for s in originals {
+        place(&mut out, s);
+    }
+    for v in variants {
+        let original = out
             .iter_mut()
-            .find(|f| f.index == s.factor_index)
-        {
-            Some(f) => f.situations.push(s),
-            None => emotion.factors.push(FactorGroup {
-                index: s.factor_index,
-                name: s.factor_name.clone(),
-                situations: vec![s],
-            }),
+            .flat_map(|e| e.factors.iter_mut())
+            .flat_map(|f| f.situations.iter_mut())
+            .find(|l| Some(&l.situation.key) == v.variant_of.as_ref());
+        match original {
+            Some(l) => l.variants.push(v),
+            None => place(&mut out, v),
         }
     }
     out
+}
+
+fn place(out: &mut Vec<EmotionGroup>, s: Situation) {
+    let emotion = match out.iter().position(|e| e.name == s.emotion) {
+        Some(i) => &mut out[i],
+        None => {
+            out.push(EmotionGroup {
+                name: s.emotion.clone(),
+                factors: Vec::new(),
+            });
+            let last = out.len() - 1;
+            &mut out[last]
+        }
+    };
+    let index = s.factor_index;
+    let name = s.factor_name.clone();
+    let listed = Listed {
+        situation: s,
+        variants: Vec::new(),
+    };
+    match emotion.factors.iter_mut().find(|f| f.index == index) {
+        Some(f) => f.situations.push(listed),
+        None => emotion.factors.push(FactorGroup {
+            index,
+            name,
+            situations: vec![listed],
+        }),
+    }
 }
 
 async fn load_set(state: &web::Data<AppState>, name: String) -> Result<Vec<Situation>, AppError> {

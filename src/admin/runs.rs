@@ -15,6 +15,7 @@ use crate::config::ProviderConfig;
 use crate::domain::prompt::Template as PromptTemplate;
 use crate::domain::protocol::Protocol;
 use crate::domain::run::{RunParams, Selection};
+use crate::domain::situation::Valence;
 use crate::store::runs::{self, Progress, Run, TrialRecord};
 use crate::store::studies::{self, StudySummary};
 use crate::store::{RunId, StoreError};
@@ -98,6 +99,8 @@ pub struct RunForm {
     pub temperature: String,
     /// `paper`, `within-session` or `persona` (#17).
     pub protocol: String,
+    /// Valences to take, comma-separated (#18); empty for all.
+    pub valence: String,
 }
 
 impl RunForm {
@@ -183,6 +186,7 @@ pub async fn new_form(
         seed: String::new(),
         temperature: "0".into(),
         protocol: Protocol::Paper.as_str().into(),
+        valence: String::new(),
     };
     form_page(
         &state,
@@ -209,6 +213,7 @@ fn read_form(fields: &[(String, String)]) -> RunForm {
         seed: g("seed"),
         temperature: g("temperature"),
         protocol: g("protocol"),
+        valence: g("valence"),
     }
 }
 
@@ -247,6 +252,13 @@ fn request_of(form: &RunForm) -> Result<RunRequest, Vec<String>> {
         p => Protocol::parse(p).or_else(|| {
             errors.push("Choose one of the protocols.".into());
             None
+        }),
+    };
+    let valences = match form.valence.as_str() {
+        "" => Vec::new(),
+        list => Valence::parse_list(list).unwrap_or_else(|e| {
+            errors.push(format!("Valence: {e}."));
+            Vec::new()
         }),
     };
     let temperature = form
@@ -291,6 +303,7 @@ fn request_of(form: &RunForm) -> Result<RunRequest, Vec<String>> {
         params: RunParams {
             temperature,
             protocol,
+            valences,
             ..RunParams::default()
         },
         // The study's own instrument (the command line can pick another with --instrument).

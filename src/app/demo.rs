@@ -25,6 +25,11 @@ pub const DEMO_ADMIN_EMAIL: &str = "admin@localhost";
 /// study enters the code Prolific gives it).
 pub const DEMO_COMPLETION_CODE: &str = "DEMO-COMPLETED";
 
+/// The demo's valence study (#18): the demo situations and our positive and neutral variants,
+/// for model runs (`run --study demo-valence`) and the report's valence section. A draft: it
+/// is not offered to participants.
+pub const DEMO_VALENCE_STUDY: &str = "demo-valence";
+
 /// Loads the demo study once, and creates an admin with a random password when there is none.
 pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
     let demo = demo_study();
@@ -91,6 +96,46 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
         study_created,
         admin,
     })
+}
+
+/// Creates the valence study and its set once (also in a demo database made before #18);
+/// whether it was created now. The `demo` command loads it beside [`load_demo`].
+pub fn load_valence_demo(conn: &mut DbConnection) -> Result<bool> {
+    let demo = demo_study();
+    Ok(conn.write_transaction(|conn| {
+        if store::studies::find(conn, DEMO_VALENCE_STUDY)?.is_some() {
+            return Ok::<_, StoreError>(false);
+        }
+        let instrument = instruments::ensure_builtin(conn)?;
+        situations::import(
+            conn,
+            demo.valence_set,
+            "demo valence variants (written by the emotionbench team)",
+            &demo.valence_situations(),
+        )?;
+        let set = situations::find_set(conn, demo.valence_set)?
+            .ok_or_else(|| StoreError::Inconsistent("demo valence set vanished".into()))?;
+        let config = StudyConfig::new(
+            DEMO_VALENCE_STUDY,
+            "EmotionBench demo: the valence control (models)",
+        );
+        let seed = rand::random::<u32>() as i64;
+        studies::create(
+            conn,
+            &config,
+            StudyStatus::Draft,
+            studies::Sources::new(instrument, Some(set)),
+            seed,
+        )?;
+        audit::record(
+            conn,
+            &audit::Actor::Cli,
+            "study.create",
+            Some(DEMO_VALENCE_STUDY),
+            None,
+        )?;
+        Ok(true)
+    })?)
 }
 
 /// Creates a closed study `slug` over the demo situations with `participants` completed

@@ -183,35 +183,37 @@ pub fn set_situations(conn: &mut DbConnection, name: &str) -> Result<Vec<Situati
         .collect())
 }
 
-/// A set as a tidy CSV (`key,emotion,factor_index,factor_name,scenario_index,text`), which
-/// `import situations` reads back as the same set. Text cells go through [`cells`].
+/// A set as a tidy CSV (`key,emotion,factor_index,factor_name,scenario_index,text`, and
+/// `variant_of,valence` when the set has valence variants, #18), which `import situations`
+/// reads back as the same set. Text cells go through [`cells`].
 pub fn tidy_csv(situations: &[Situation], mode: Cells) -> Result<Vec<u8>> {
     let fail = |e: csv::Error| Error::Invalid(format!("cannot write the CSV: {e}"));
     let mut w = csv::Writer::from_writer(Vec::new());
-    let text = [true, true, false, true, false, true];
-    cells::write_record(
-        &mut w,
-        mode,
-        &text,
-        [
-            "key",
-            "emotion",
-            "factor_index",
-            "factor_name",
-            "scenario_index",
-            "text",
-        ],
-    )
-    .map_err(fail)?;
+    // A set without variants keeps the columns it always had.
+    let valence = situations
+        .iter()
+        .any(|s| s.variant_of.is_some() || !s.valence.is_negative());
+    let mut header = vec![
+        "key",
+        "emotion",
+        "factor_index",
+        "factor_name",
+        "scenario_index",
+        "text",
+    ];
+    let mut text = vec![true, true, false, true, false, true];
+    if valence {
+        header.extend(["variant_of", "valence"]);
+        text.extend([true, false]);
+    }
+    cells::write_record(&mut w, mode, &text, header).map_err(fail)?;
     for s in situations {
         let (f, n) = (s.factor_index.to_string(), s.scenario_index.to_string());
-        cells::write_record(
-            &mut w,
-            mode,
-            &text,
-            [s.key.as_str(), &s.emotion, &f, &s.factor_name, &n, &s.text],
-        )
-        .map_err(fail)?;
+        let mut row = vec![s.key.as_str(), &s.emotion, &f, &s.factor_name, &n, &s.text];
+        if valence {
+            row.extend([s.variant_of.as_deref().unwrap_or(""), s.valence.as_str()]);
+        }
+        cells::write_record(&mut w, mode, &text, row).map_err(fail)?;
     }
     w.into_inner()
         .map_err(|e| Error::Invalid(format!("cannot write the CSV: {e}")))

@@ -17,6 +17,7 @@ use crate::domain::report::{
 };
 use crate::domain::run::TrialStatus;
 use crate::domain::survey::ParticipantStatus;
+use crate::domain::valence;
 use crate::store::report::TrialFilter;
 use crate::store::studies::Study;
 use crate::store::{self, DbConnection, InstrumentId, instruments, runs, situations, studies};
@@ -134,6 +135,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         Mode::Default => Convention::Authored,
     };
     let (layout, factor_of, key_of) = layout(conn, set, &instrument)?;
+    let variants = Variants::read(conn, set, &factor_of)?;
     let scorer = Scorer {
         instrument: &instrument,
         convention,
@@ -147,7 +149,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
             conn,
             &study,
             request,
-            (&factor_of, &key_of),
+            (&variants.originals, &key_of),
             &scorer,
             &excluded,
         )?
@@ -166,7 +168,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true));
     let epoch = epoch.as_deref();
     let sources = run_sources(conn, &study, instrument_id, &cohort_names, &filter, epoch)?;
-    let (models, model_responses, model_rows, personas) = model_inputs(
+    let (mut models, model_responses, model_rows, personas) = model_inputs(
         conn,
         &study,
         instrument_id,
@@ -175,6 +177,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         (&factor_of, &key_of),
         &scorer,
     )?;
+    let valence = variants.compare(&mut models, &layout.categories, options.alpha);
     let humans_from = match (humans_answer_it, request.split) {
         (false, _) => format!(
             "no humans: they answered {}, not {}",
@@ -241,6 +244,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
     for (cohort, responses) in report.cohorts.iter_mut().zip(responses) {
         cohort.psychometrics = Some(psychometrics(&keying, &responses));
     }
+    report.valence = valence;
     report.groups = groups::comparisons(conn, &study, &instrument, &report, &scored, personas)?;
     report.provenance = Some(Provenance {
         software: Software::labelled(request.build_label.as_deref()),
@@ -445,6 +449,60 @@ impl Scorer<'_> {
             .score(answers, self.convention)
             .ok()
             .map(|v| v.into_iter().map(|c| c.value).collect())
+    }
+}
+
+/// Valence variants (#18) are the control, compared in their own section: the main tables
+/// keep to the originals, for models and for participants assigned a variant alike.
+struct Variants {
+    /// What the valence comparison needs of each situation of the set.
+    members: Vec<valence::Member>,
+    /// The variants' row ids.
+    ids: std::collections::HashSet<i64>,
+    /// The factor of each situation that is not a variant.
+    originals: HashMap<i64, usize>,
+}
+
+impl Variants {
+    fn read(
+        conn: &mut DbConnection,
+        set: store::SituationSetId,
+        factor_of: &HashMap<i64, usize>,
+    ) -> Result<Variants> {
+        let members: Vec<valence::Member> = situations::list(conn, set)?
+            .into_iter()
+            .map(|s| valence::Member {
+                id: s.id.0,
+                key: s.situation.key,
+                valence: s.situation.valence,
+                variant_of: s.situation.variant_of,
+            })
+            .collect();
+        let ids: std::collections::HashSet<i64> =
+            valence::variant_ids(&members).into_iter().collect();
+        let mut originals = factor_of.clone();
+        originals.retain(|id, _| !ids.contains(id));
+        Ok(Variants {
+            members,
+            ids,
+            originals,
+        })
+    }
+
+    /// The valence section over every trial, then the variants' trials left out of `models`.
+    fn compare(
+        &self,
+        models: &mut [ModelInput],
+        categories: &[String],
+        alpha: f64,
+    ) -> Option<valence::Comparison> {
+        let section = valence::compare(&self.members, models, categories, alpha);
+        for m in models {
+            m.trials.retain(|t| {
+                !matches!(t.condition, Condition::Evoked { situation, .. } if self.ids.contains(&situation))
+            });
+        }
+        section
     }
 }
 

@@ -14,6 +14,7 @@ use crate::domain::run::{
     PersonaSeat, PlannedTrial, RunParams, Selection, TESTED_SET, plan_personas, plan_trials,
     plan_within_session, trial_order,
 };
+use crate::domain::situation::Valence;
 use crate::llm::profiles::{self, RunManifest};
 use crate::store::Json;
 use crate::store::runs::{self, NewRun, NewTrial};
@@ -62,7 +63,7 @@ fn set_named(conn: &mut DbConnection, name: &str) -> Result<SituationSetId> {
 fn select(
     conn: &mut DbConnection,
     study: &Study,
-    selection: &Selection,
+    (selection, valences): (&Selection, &[Valence]),
     instrument: &Instrument,
 ) -> Result<(Option<SituationSetId>, Vec<StoredSituation>), Error> {
     let set = match selection {
@@ -90,6 +91,11 @@ fn select(
             }
         }
     }
+    // The valence filter (#18) narrows whatever the selection chose.
+    let chosen = chosen
+        .into_iter()
+        .filter(|s| Selection::valence_matches(valences, &s.situation))
+        .collect();
     Ok((Some(set), chosen))
 }
 
@@ -202,7 +208,12 @@ pub fn create(
         );
     }
     let (set, chosen) = if req.repeats > 0 {
-        select(conn, &study, &req.selection, &instrument)?
+        select(
+            conn,
+            &study,
+            (&req.selection, &req.params.valences),
+            &instrument,
+        )?
     } else {
         (study.situation_set_id, Vec::new())
     };
@@ -216,8 +227,14 @@ pub fn create(
             Some(e) => format!(" ({} takes {e} situations)", instrument.key),
             None => String::new(),
         };
+        let valence = if req.params.valences.is_empty() {
+            String::new()
+        } else {
+            let v: Vec<&str> = req.params.valences.iter().map(|v| v.as_str()).collect();
+            format!(" with valence {}", v.join(","))
+        };
         return Err(invalid(format!(
-            "no situations match {} in study {}{scale}",
+            "no situations match {}{valence} in study {}{scale}",
             req.selection, req.study
         )));
     }

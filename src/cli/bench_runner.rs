@@ -11,7 +11,7 @@ use emotionbench::Settings;
 use emotionbench::app::runs as app_runs;
 use emotionbench::config::{ProviderConfig, ProviderKind};
 use emotionbench::domain::run::{RunParams, Selection};
-use emotionbench::domain::situation::{EMOTIONS, Situation};
+use emotionbench::domain::situation::{EMOTIONS, Situation, Valence};
 use emotionbench::domain::study::{StudyConfig, StudyStatus};
 use emotionbench::llm::fake::{FakeAction, FakeServer};
 use emotionbench::llm::runner::{Worker, WorkerOptions};
@@ -76,6 +76,8 @@ fn synthetic_situations(n: usize) -> Vec<Situation> {
                 factor_name: format!("Bench factor {}", k / 5),
                 scenario_index: u32::try_from(k % 5).unwrap_or(0),
                 text: format!("Benchmark situation number {i}."),
+                variant_of: None,
+                valence: Valence::Negative,
             }
         })
         .collect()

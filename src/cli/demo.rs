@@ -33,8 +33,11 @@ pub fn run(mut settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
     let pool = db::migrated(&settings)?;
     let setup = {
         let mut conn = pool.get()?;
-        app::demo::load_demo(&mut conn)?
+        let setup = app::demo::load_demo(&mut conn)?;
+        let valence = app::demo::load_valence_demo(&mut conn)?;
+        (setup, valence)
     };
+    let (setup, valence_created) = setup;
     let slug = setup.study_slug.clone();
     serve(settings, pool, move |base| {
         println!("EmotionBench demo");
@@ -44,6 +47,13 @@ pub fn run(mut settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
         } else {
             println!("  demo study:       reused from the database ({slug})");
         }
+        let valence = app::demo::DEMO_VALENCE_STUDY;
+        println!(
+            "  valence study:    {valence} ({}; a draft for model runs, e.g. `emotionbench run \
+             --study {valence} ...`; its report has a valence section)",
+            if valence_created { "created" } else { "reused" }
+        );
+        println!("  valence set:      {base}/admin/data/sets/demo-valence");
         match &setup.admin {
             Some((email, password)) => {
                 println!("  admin account:    {email}");

@@ -10,6 +10,7 @@ use emotionbench::Settings;
 use emotionbench::app::runs::{self as setup, RunAction};
 use emotionbench::domain::protocol::Protocol;
 use emotionbench::domain::run::{RunParams, Selection};
+use emotionbench::domain::situation::Valence;
 use emotionbench::llm::runner::{Worker, WorkerOptions};
 use emotionbench::store::audit::Actor;
 use emotionbench::store::runs::{self, Progress, RunStatus, TrialStatus};
@@ -47,6 +48,9 @@ pub struct RunArgs {
     /// all | tested | set:NAME | emotion:Anger[,Fear] | factor:Anger-0[,...] | keys:KEY[,KEY]
     #[arg(long, default_value = "all")]
     pub situations: String,
+    /// Only situations of these valences, e.g. `negative,positive` (#18; all when omitted).
+    #[arg(long)]
+    pub valence: Option<String>,
     /// Seed of the item orders (random when omitted; stored with the run).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -225,6 +229,10 @@ pub fn run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
             max_cost_micros: args.max_cost.map(usd_to_micros).transpose()?,
             batch: args.batch,
             protocol: args.protocol,
+            valences: match &args.valence {
+                Some(list) => Valence::parse_list(list).map_err(anyhow::Error::msg)?,
+                None => Vec::new(),
+            },
         },
     };
     let pool = db::writing(&settings)?;

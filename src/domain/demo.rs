@@ -3,7 +3,7 @@
 //! The situations are our own, deliberately mild inventions. They are not taken or adapted
 //! from the upstream dataset, whose licence restricts commercial use.
 
-use super::situation::{EMOTIONS, Situation, situation_key};
+use super::situation::{EMOTIONS, Situation, Valence, situation_key};
 
 /// A complete, self-contained study definition used for demonstrations.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +19,132 @@ pub struct DemoStudy {
     pub situation_set: &'static str,
     /// Two situations per emotion, in the order of [`EMOTIONS`].
     pub situations: Vec<Situation>,
+    /// `"demo-valence"`: the demo's situations and their valence variants (#18).
+    pub valence_set: &'static str,
+    /// Our positive and neutral rewrites of some demo situations, each linked to its original.
+    pub variants: Vec<Situation>,
+}
+
+impl DemoStudy {
+    /// The valence set: the originals, then the variants.
+    pub fn valence_situations(&self) -> Vec<Situation> {
+        self.situations
+            .iter()
+            .chain(&self.variants)
+            .cloned()
+            .collect()
+    }
+}
+
+/// Valence variants (#18) of demo situations, written by the emotionbench team like the demo
+/// situations themselves: (emotion, scenario index of the original, valence, text). Each keeps
+/// its original's setting and changes how it turns out, so that the valence is what differs.
+const DEMO_VARIANTS: [(&str, u32, Valence, &str); 12] = [
+    (
+        "Anger",
+        0,
+        Valence::Positive,
+        "You have been waiting your turn at the bakery counter for ten minutes. When you reach \
+         the front, the assistant apologises for the wait and puts a warm roll in your bag as \
+         a gift.",
+    ),
+    (
+        "Anger",
+        1,
+        Valence::Neutral,
+        "In a team meeting, a colleague shows the spreadsheet you built this afternoon, and \
+         the team moves on to the next point on the agenda.",
+    ),
+    (
+        "Anxiety",
+        0,
+        Valence::Positive,
+        "This morning you sent your manager an email about a decision that matters a lot to \
+         you. Before lunch she replies that she agrees and thanks you for raising it.",
+    ),
+    (
+        "Anxiety",
+        1,
+        Valence::Neutral,
+        "You have to leave for the airport in an hour, and your passport is in the drawer \
+         where you always keep it.",
+    ),
+    (
+        "Depression",
+        0,
+        Valence::Positive,
+        "You planned a weekend with old friends, and every one of them arrives. You spend \
+         Saturday laughing together in your flat while the rain keeps falling outside.",
+    ),
+    (
+        "Frustration",
+        0,
+        Valence::Positive,
+        "You spend half an hour filling in a long online form. When you press submit, the \
+         website confirms it at once and emails you a copy of everything you typed.",
+    ),
+    (
+        "Frustration",
+        1,
+        Valence::Neutral,
+        "You follow the instructions for a new bookshelf step by step, and at the end it \
+         stands against the wall as in the picture.",
+    ),
+    (
+        "Jealousy",
+        0,
+        Valence::Positive,
+        "Your closest friend sends you a photo of the two of you from last summer and asks \
+         whether you would like to come along on a day trip this weekend.",
+    ),
+    (
+        "Guilt",
+        0,
+        Valence::Positive,
+        "You promised to water your neighbour's plants while they were away, and you did it \
+         every evening. When they come back, they thank you with a jar of homemade jam.",
+    ),
+    (
+        "Fear",
+        0,
+        Valence::Positive,
+        "On a hiking trail, the morning fog lifts and the whole valley lies below you in the \
+         sunshine. The next trail marker is just ahead.",
+    ),
+    (
+        "Fear",
+        1,
+        Valence::Neutral,
+        "You are on a flight. The seatbelt sign lights up with a chime, and the crew starts \
+         the drinks service a few rows ahead of you.",
+    ),
+    (
+        "Embarrassment",
+        0,
+        Valence::Positive,
+        "You wave at an old friend across the street, who waves back with a big smile and \
+         crosses over to say hello to you.",
+    ),
+];
+
+/// The variants as situations of the valence set: the original's place, key
+/// `<original key>_<valence>`.
+fn demo_variants(originals: &[Situation]) -> Vec<Situation> {
+    DEMO_VARIANTS
+        .iter()
+        .filter_map(|(emotion, scenario, valence, text)| {
+            let original = originals
+                .iter()
+                .find(|s| s.emotion == *emotion && s.scenario_index == *scenario)?;
+            Some(Situation {
+                key: format!("{}_{}", original.key, valence.as_str()),
+                variant_of: Some(original.key.clone()),
+                valence: *valence,
+                text: (*text).to_string(),
+                ..original.clone()
+            })
+        })
+        .collect()
 }
 
 const CONSENT_TEXT: &str = "\
@@ -173,9 +299,12 @@ pub fn demo_study() -> DemoStudy {
                     factor_name: (*factor_name).to_string(),
                     scenario_index,
                     text: (*text).to_string(),
+                    variant_of: None,
+                    valence: Valence::Negative,
                 })
         })
-        .collect();
+        .collect::<Vec<Situation>>();
+    let variants = demo_variants(&situations);
     DemoStudy {
         slug: "demo",
         title: "EmotionBench demo: feelings in everyday situations",
@@ -183,6 +312,8 @@ pub fn demo_study() -> DemoStudy {
         debrief_text: DEBRIEF_TEXT,
         situation_set: "demo",
         situations,
+        valence_set: "demo-valence",
+        variants,
     }
 }
 
@@ -271,6 +402,65 @@ mod tests {
     }
 
     #[test]
+    fn demo_variants_are_our_rewrites_linked_to_their_originals() {
+        let study = demo_study();
+        assert_eq!(study.variants.len(), DEMO_VARIANTS.len());
+        let positive = study
+            .variants
+            .iter()
+            .filter(|v| v.valence == Valence::Positive)
+            .count();
+        assert_eq!((positive, study.variants.len() - positive), (8, 4));
+        for v in &study.variants {
+            let original = study
+                .situations
+                .iter()
+                .find(|s| Some(&s.key) == v.variant_of.as_ref())
+                .expect(&v.key);
+            assert_eq!(
+                (&v.emotion, v.factor_index, v.scenario_index),
+                (
+                    &original.emotion,
+                    original.factor_index,
+                    original.scenario_index
+                )
+            );
+            assert_ne!(v.text, original.text);
+            assert!(
+                v.text.starts_with("You") || v.text.contains(" you"),
+                "{}",
+                v.text
+            );
+            assert!(!v.text.contains("  "), "stray spaces in {:?}", v.text);
+            assert!((1..=3).contains(&v.text.matches(['.', '!', '?']).count()));
+        }
+        // The valence set is what the tidy importer reads back from its own CSV form.
+        let csv = {
+            let mut out = String::from(
+                "key,emotion,factor_index,factor_name,scenario_index,text,variant_of,valence\n",
+            );
+            for s in study.valence_situations() {
+                out.push_str(&format!(
+                    "{},{},{},\"{}\",{},\"{}\",{},{}\n",
+                    s.key,
+                    s.emotion,
+                    s.factor_index,
+                    s.factor_name,
+                    s.scenario_index,
+                    s.text,
+                    s.variant_of.clone().unwrap_or_default(),
+                    s.valence
+                ));
+            }
+            out
+        };
+        assert_eq!(
+            parse_situations(&csv).unwrap().situations,
+            study.valence_situations()
+        );
+    }
+
+    #[test]
     fn demo_texts_are_plain_paragraphs() {
         let study = demo_study();
         for text in [study.consent_text, study.debrief_text] {
@@ -296,7 +486,7 @@ mod tests {
         assert!(upstream_texts.len() > 400);
         let upstream_shingles: HashSet<Vec<String>> =
             upstream_texts.iter().flat_map(|t| shingles(t, 6)).collect();
-        for s in demo_study().situations {
+        for s in demo_study().valence_situations() {
             let shared: Vec<_> = shingles(&s.text, 6)
                 .intersection(&upstream_shingles)
                 .cloned()

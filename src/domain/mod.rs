@@ -38,6 +38,7 @@ pub mod split;
 pub mod stats;
 pub mod study;
 pub mod survey;
+pub mod valence;
 
 pub use error::ImportError;
 

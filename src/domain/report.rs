@@ -187,6 +187,10 @@ pub struct Report {
     /// read from the store by `app::report`, so empty from [`build`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<super::groups::GroupComparison>,
+    /// The valence control (#18): each situation's Δ against its variants' (`domain::valence`);
+    /// read by `app::report`, so `None` from [`build`], and `None` for a set without variants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valence: Option<super::valence::Comparison>,
 }
 
 /// One row of a comparison of two prompt variants: the change under each and the difference.
@@ -530,6 +534,7 @@ pub fn build(inputs: &Inputs, options: Options) -> Report {
         comparison,
         provenance: None,
         groups: Vec::new(),
+        valence: None,
     }
 }
 

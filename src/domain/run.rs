@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::prompt::{CustomTemplate, Measure, shuffled_order, trial_seed};
 use super::protocol::{Persona, Protocol};
-use super::situation::Situation;
+use super::situation::{Situation, Valence};
 
 /// Gives a stored enum `as_str`, `parse` (exactly what `as_str` writes) and `Display`.
 macro_rules! stored_names {
@@ -127,6 +127,10 @@ pub struct RunParams {
     /// mirrors a participant's session (#17). Runs made before protocols are `paper`.
     #[serde(default, skip_serializing_if = "is_paper")]
     pub protocol: Protocol,
+    /// Only the situations of these valences (#18; `--valence`), empty for all of them. Kept
+    /// with the run beside its selection so that its page says what it took.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub valences: Vec<Valence>,
 }
 
 fn is_paper(p: &Protocol) -> bool {
@@ -150,6 +154,7 @@ impl Default for RunParams {
             max_cost_micros: None,
             batch: false,
             protocol: Protocol::Paper,
+            valences: Vec::new(),
         }
     }
 }
@@ -228,6 +233,11 @@ impl fmt::Display for Selection {
 }
 
 impl Selection {
+    /// Whether a situation is of one of `valences` (all of them when empty).
+    pub fn valence_matches(valences: &[Valence], s: &Situation) -> bool {
+        valences.is_empty() || valences.contains(&s.valence)
+    }
+
     /// Whether a situation of the chosen set belongs to the selection (All, Tested and Set
     /// choose the set; within it they take everything).
     pub fn matches(&self, s: &Situation) -> bool {
@@ -569,6 +579,8 @@ mod tests {
             factor_name: factor.into(),
             scenario_index: 0,
             text: "t".into(),
+            variant_of: None,
+            valence: super::super::situation::Valence::Negative,
         }
     }
 

@@ -44,6 +44,76 @@ pub struct Situation {
     /// 0-based position of the scenario within the factor.
     pub scenario_index: u32,
     pub text: String,
+    /// The key of the situation this text rewrites with another valence (#18), `None` for an
+    /// original. A variant shares its original's emotion, factor and scenario position.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_of: Option<String>,
+    /// The valence the text was written with. EmotionBench's situations are all negative, so
+    /// that is what a file without a `valence` column means (and what is left out when
+    /// serialised, keeping older study definition files byte for byte).
+    #[serde(default, skip_serializing_if = "Valence::is_negative")]
+    pub valence: Valence,
+}
+
+/// A situation's valence (#18): the paper's situations are negative; the valence control
+/// rewrites some of them as neutral or positive to show that a model's change follows the
+/// valence and not the mere presence of a story.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Valence {
+    #[default]
+    Negative,
+    Neutral,
+    Positive,
+}
+
+impl Valence {
+    pub const ALL: [Valence; 3] = [Valence::Negative, Valence::Neutral, Valence::Positive];
+
+    /// The stored and written spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Valence::Negative => "negative",
+            Valence::Neutral => "neutral",
+            Valence::Positive => "positive",
+        }
+    }
+
+    /// Exact spelling, case-insensitive.
+    pub fn parse(s: &str) -> Option<Valence> {
+        Valence::ALL
+            .into_iter()
+            .find(|v| v.as_str().eq_ignore_ascii_case(s.trim()))
+    }
+
+    pub fn is_negative(&self) -> bool {
+        *self == Valence::Negative
+    }
+
+    /// A comma-separated list (`negative,positive`), for the CLI and the run form.
+    pub fn parse_list(s: &str) -> Result<Vec<Valence>, String> {
+        let mut out = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let v = Valence::parse(part).ok_or_else(|| {
+                format!("unknown valence {part:?}: use negative, neutral or positive")
+            })?;
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        if out.is_empty() {
+            return Err("the list of valences is empty".to_owned());
+        }
+        Ok(out)
+    }
+}
+
+impl std::fmt::Display for Valence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The file formats [`parse_situations`] understands.
@@ -206,6 +276,8 @@ fn parse_json(content: &str) -> Result<SituationFile, ImportError> {
                     factor_name: factor_name.to_string(),
                     scenario_index,
                     text: text.to_string(),
+                    variant_of: None,
+                    valence: Valence::Negative,
                 });
             }
         }
@@ -444,6 +516,8 @@ fn parse_wide(
                 factor_name: column.factor_name.clone(),
                 scenario_index,
                 text,
+                variant_of: None,
+                valence: Valence::Negative,
             });
         }
     }
@@ -480,6 +554,9 @@ struct TidyColumns<'h> {
     text: (usize, &'h str),
     factor_index: Option<(usize, &'h str)>,
     scenario_index: Option<(usize, &'h str)>,
+    /// The valence control (#18): which original a row rewrites, and with which valence.
+    variant_of: Option<(usize, &'h str)>,
+    valence: Option<(usize, &'h str)>,
 }
 
 fn find_tidy_columns(names: &[String]) -> Result<TidyColumns<'_>, ImportError> {
@@ -523,6 +600,8 @@ fn find_tidy_columns(names: &[String]) -> Result<TidyColumns<'_>, ImportError> {
             text,
             factor_index: find("factor_index")?,
             scenario_index: find("scenario_index")?,
+            variant_of: find("variant_of")?,
+            valence: find("valence")?,
         }),
         _ => Err(ImportError::new(
             "line 1",
@@ -568,6 +647,7 @@ fn parse_tidy(
     let cols = find_tidy_columns(names)?;
     let mut placer = TidyPlacer::default();
     let mut situations = Vec::new();
+    let mut variants = Vec::new();
     for record in records {
         let record = record.map_err(csv_error)?;
         let line = lines.of(&record);
@@ -576,8 +656,44 @@ fn parse_tidy(
             continue;
         }
         let row = read_tidy_row(&record, &cols, names.len(), line)?;
-        situations.push(placer.place(&row, &cols, line)?);
+        match row.variant_of {
+            // A variant takes its original's place, which may come later in the file.
+            Some(original) => {
+                placer.claim_key(row.key, &cols, line)?;
+                variants.push(PendingVariant {
+                    at: situations.len(),
+                    line,
+                    factor: row.explicit_factor.or(row.from_key.map(|(_, f, _)| f)),
+                    scenario: row.explicit_scenario.or(row.from_key.map(|(_, _, s)| s)),
+                });
+                let valence = row.valence.ok_or_else(|| {
+                    ImportError::new(
+                        tidy_at(line, cols.valence.map_or("valence", |(_, n)| n)),
+                        format!(
+                            "a variant (variant_of {original:?}) needs its valence: \
+                             negative, neutral or positive"
+                        ),
+                    )
+                })?;
+                situations.push(Situation {
+                    key: row.key.to_string(),
+                    emotion: row.emotion.to_string(),
+                    factor_index: 0,
+                    factor_name: row.factor_name.to_string(),
+                    scenario_index: 0,
+                    text: row.text.to_string(),
+                    variant_of: Some(original.to_string()),
+                    valence,
+                });
+            }
+            None => {
+                let mut placed = placer.place(&row, &cols, line)?;
+                placed.valence = row.valence.unwrap_or_default();
+                situations.push(placed);
+            }
+        }
     }
+    resolve_variants(&mut situations, &variants, &cols)?;
     if situations.is_empty() {
         return Err(ImportError::new(
             "line 2",
@@ -605,6 +721,116 @@ struct TidyRow<'r> {
     from_key: Option<(&'static str, u32, u32)>,
     explicit_factor: Option<u32>,
     explicit_scenario: Option<u32>,
+    /// The original's key, for a valence variant.
+    variant_of: Option<&'r str>,
+    /// `None` when the column is absent or the cell empty.
+    valence: Option<Valence>,
+}
+
+/// A variant row read before its original's place is known.
+struct PendingVariant {
+    /// Index into the file's situations.
+    at: usize,
+    line: u64,
+    /// What the row's index cells or EmotionBench-style key say, to check against the original.
+    factor: Option<u32>,
+    scenario: Option<u32>,
+}
+
+/// Gives each variant its original's place (emotion, factor, scenario position), after
+/// checking the link: the original is in the file, is not itself a variant, has the same
+/// emotion and factor, another valence, and no other variant of that valence.
+fn resolve_variants(
+    situations: &mut [Situation],
+    pending: &[PendingVariant],
+    cols: &TidyColumns<'_>,
+) -> Result<(), ImportError> {
+    let by_key: HashMap<String, usize> = situations
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.key.clone(), i))
+        .collect();
+    let link_column = cols.variant_of.map_or("variant_of", |(_, n)| n);
+    let valence_column = cols.valence.map_or("valence", |(_, n)| n);
+    let mut taken: HashMap<(String, Valence), u64> = HashMap::new();
+    for p in pending {
+        let variant = situations[p.at].clone();
+        let target = variant.variant_of.clone().unwrap_or_default();
+        let at = |column: &str| tidy_at(p.line, column);
+        if target == variant.key {
+            return Err(ImportError::new(
+                at(link_column),
+                format!("{target:?} names the row itself; variant_of is the original's key"),
+            ));
+        }
+        let Some(&t) = by_key.get(&target) else {
+            return Err(ImportError::new(
+                at(link_column),
+                format!("variant_of {target:?} names no situation of this file"),
+            ));
+        };
+        let original = &situations[t];
+        if let Some(further) = &original.variant_of {
+            return Err(ImportError::new(
+                at(link_column),
+                format!(
+                    "{target:?} is itself a variant (of {further:?}): link every variant to \
+                     the original"
+                ),
+            ));
+        }
+        if original.emotion != variant.emotion {
+            return Err(ImportError::new(
+                at(cols.emotion.1),
+                format!(
+                    "a variant keeps its original's emotion: {target:?} is {}, this row says {}",
+                    original.emotion, variant.emotion
+                ),
+            ));
+        }
+        if original.factor_name != variant.factor_name {
+            return Err(ImportError::new(
+                at(cols.factor.1),
+                format!(
+                    "a variant keeps its original's factor: {target:?} is in {:?}, this row \
+                     says {:?}",
+                    original.factor_name, variant.factor_name
+                ),
+            ));
+        }
+        let (f, s) = (original.factor_index, original.scenario_index);
+        if p.factor.is_some_and(|x| x != f) || p.scenario.is_some_and(|x| x != s) {
+            return Err(ImportError::new(
+                format!("line {}", p.line),
+                format!(
+                    "a variant takes its original's place: {target:?} is factor {f}, scenario \
+                     {s}; this row's key or index columns say otherwise"
+                ),
+            ));
+        }
+        if original.valence == variant.valence {
+            return Err(ImportError::new(
+                at(valence_column),
+                format!(
+                    "a variant needs another valence than its original ({target:?} is {})",
+                    original.valence
+                ),
+            ));
+        }
+        if let Some(first) = taken.insert((target.clone(), variant.valence), p.line) {
+            return Err(ImportError::new(
+                at(valence_column),
+                format!(
+                    "a second {} variant of {target:?} (the first is at line {first})",
+                    variant.valence
+                ),
+            ));
+        }
+        let v = &mut situations[p.at];
+        v.factor_index = f;
+        v.scenario_index = s;
+    }
+    Ok(())
 }
 
 fn read_tidy_row<'r>(
@@ -672,9 +898,54 @@ fn read_tidy_row<'r>(
         from_key,
         explicit_factor: index_cell(record, cols.factor_index, line)?,
         explicit_scenario: index_cell(record, cols.scenario_index, line)?,
+        variant_of: variant_cell(record, cols.variant_of, line)?,
+        valence: valence_cell(record, cols.valence, line)?,
     };
     check_against_key(&row, cols, line)?;
     Ok(row)
+}
+
+/// A `variant_of` cell: `Ok(None)` when the column is absent or the cell empty.
+fn variant_cell<'r>(
+    record: &'r csv::StringRecord,
+    column: Option<(usize, &str)>,
+    line: u64,
+) -> Result<Option<&'r str>, ImportError> {
+    let Some((i, name)) = column else {
+        return Ok(None);
+    };
+    let cell = record.get(i).unwrap_or("").trim();
+    if cell.is_empty() {
+        return Ok(None);
+    }
+    if !valid_key(cell) {
+        return Err(ImportError::new(
+            tidy_at(line, name),
+            format!("invalid key {cell:?}: use 1 to 100 characters among A-Z a-z 0-9 . _ -"),
+        ));
+    }
+    Ok(Some(cell))
+}
+
+/// A `valence` cell: `Ok(None)` when the column is absent or the cell empty.
+fn valence_cell(
+    record: &csv::StringRecord,
+    column: Option<(usize, &str)>,
+    line: u64,
+) -> Result<Option<Valence>, ImportError> {
+    let Some((i, name)) = column else {
+        return Ok(None);
+    };
+    let cell = record.get(i).unwrap_or("").trim();
+    if cell.is_empty() {
+        return Ok(None);
+    }
+    Valence::parse(cell).map(Some).ok_or_else(|| {
+        ImportError::new(
+            tidy_at(line, name),
+            format!("unknown valence {cell:?}; expected negative, neutral or positive"),
+        )
+    })
 }
 
 /// An EmotionBench-style key carries the position; it must not contradict the index columns.
@@ -733,6 +1004,8 @@ impl TidyPlacer {
             factor_name: row.factor_name.to_string(),
             scenario_index,
             text: row.text.to_string(),
+            variant_of: None,
+            valence: Valence::Negative,
         })
     }
 
@@ -796,6 +1069,23 @@ impl TidyPlacer {
         scenario_index
     }
 
+    /// A key is used once (a variant's too).
+    fn claim_key(
+        &mut self,
+        key: &str,
+        cols: &TidyColumns<'_>,
+        line: u64,
+    ) -> Result<(), ImportError> {
+        if let Some(first_line) = self.key_lines.get(key) {
+            return Err(ImportError::new(
+                tidy_at(line, cols.key.1),
+                format!("duplicate key {key:?} (first at line {first_line})"),
+            ));
+        }
+        self.key_lines.insert(key.to_string(), line);
+        Ok(())
+    }
+
     /// A key, and a place, are used once.
     fn claim(
         &mut self,
@@ -806,13 +1096,7 @@ impl TidyPlacer {
         line: u64,
     ) -> Result<(), ImportError> {
         let (key, emotion) = (row.key, row.emotion);
-        if let Some(first_line) = self.key_lines.get(key) {
-            return Err(ImportError::new(
-                tidy_at(line, cols.key.1),
-                format!("duplicate key {key:?} (first at line {first_line})"),
-            ));
-        }
-        self.key_lines.insert(key.to_string(), line);
+        self.claim_key(key, cols, line)?;
         // Two rows in the same place would be merged by any per-factor analysis.
         if let Some((other_key, other_line)) =
             self.positions.get(&(emotion, factor_index, scenario_index))
@@ -1066,6 +1350,8 @@ fn parse_doc(names: &[String], mut records: Records<'_>) -> Result<SituationFile
             factor_name: factor_name.to_string(),
             scenario_index,
             text: text.to_string(),
+            variant_of: None,
+            valence: Valence::Negative,
         });
     }
     Ok(SituationFile {
@@ -1100,6 +1386,116 @@ mod tests {
             err.reason
         );
         err
+    }
+
+    // Valence variants (#18) -----------------------------------------------------------------
+
+    const VARIANTS: &str = "key,emotion,factor,text,variant_of,valence\n\
+        Anger-0_scenario-0,Anger,Queues,Someone jumps the queue.,,\n\
+        Anger-0_scenario-0-pos,Anger,Queues,Someone lets you go first.,Anger-0_scenario-0,positive\n\
+        Anger-0_scenario-1,Anger,Queues,The queue stops moving.,,negative\n\
+        Anger-0_scenario-1-neu,Anger,Queues,The queue moves at its pace.,Anger-0_scenario-1,Neutral\n";
+
+    #[test]
+    fn tidy_variants_take_their_originals_place_and_valence() {
+        let file = parse_situations(VARIANTS).unwrap();
+        assert_eq!(file.format, SituationFormat::TidyCsv);
+        let s = &file.situations;
+        assert_eq!(s.len(), 4);
+        assert_eq!(
+            (s[0].variant_of.as_deref(), s[0].valence),
+            (None, Valence::Negative)
+        );
+        assert_eq!(
+            (s[1].variant_of.as_deref(), s[1].valence),
+            (Some("Anger-0_scenario-0"), Valence::Positive)
+        );
+        assert_eq!((s[1].factor_index, s[1].scenario_index), (0, 0));
+        assert_eq!((s[3].factor_index, s[3].scenario_index), (0, 1));
+        assert_eq!(s[3].valence, Valence::Neutral);
+        // A variant may come before its original.
+        let reordered = "key,emotion,factor,text,variant_of,valence\n\
+            v,Fear,Spiders,A friendly spider.,o,positive\n\
+            o,Fear,Spiders,A spider on the pillow.,,\n";
+        let file = parse_situations(reordered).unwrap();
+        assert_eq!(file.situations[0].variant_of.as_deref(), Some("o"));
+        assert_eq!(
+            file.situations[0].scenario_index,
+            file.situations[1].scenario_index
+        );
+    }
+
+    #[test]
+    fn tidy_variant_refusals_name_line_column_and_reason() {
+        let head = "key,emotion,factor,text,variant_of,valence\no,Anger,Queues,A queue.,,\n";
+        rejects(
+            &format!("{head}v,Anger,Queues,Nice.,missing,positive\n"),
+            "line 3, column \"variant_of\"",
+            "names no situation of this file",
+        );
+        rejects(
+            &format!("{head}v,Anger,Queues,Nice.,o,\n"),
+            "line 3, column \"valence\"",
+            "needs its valence",
+        );
+        rejects(
+            &format!("{head}v,Anger,Queues,Nice.,o,happy\n"),
+            "line 3, column \"valence\"",
+            "unknown valence \"happy\"",
+        );
+        rejects(
+            &format!("{head}v,Anger,Queues,Nice.,o,negative\n"),
+            "line 3, column \"valence\"",
+            "another valence than its original",
+        );
+        rejects(
+            &format!("{head}v,Fear,Queues,Nice.,o,positive\n"),
+            "line 3, column \"emotion\"",
+            "keeps its original's emotion",
+        );
+        rejects(
+            &format!("{head}v,Anger,Roads,Nice.,o,positive\n"),
+            "line 3, column \"factor\"",
+            "keeps its original's factor",
+        );
+        rejects(
+            &format!("{head}v,Anger,Queues,Nice.,o,positive\nw,Anger,Queues,Fine.,v,neutral\n"),
+            "line 4, column \"variant_of\"",
+            "is itself a variant",
+        );
+        rejects(
+            &format!("{head}v,Anger,Queues,Nice.,o,positive\nw,Anger,Queues,Fine.,o,positive\n"),
+            "line 4, column \"valence\"",
+            "a second positive variant of \"o\" (the first is at line 3)",
+        );
+        rejects(
+            &format!("{head}v,Anger,Queues,Nice.,v,positive\n"),
+            "line 3, column \"variant_of\"",
+            "names the row itself",
+        );
+        rejects(
+            &format!("{head}o,Anger,Queues,Nice.,o,positive\n"),
+            "line 3, column \"key\"",
+            "duplicate key",
+        );
+        rejects(
+            &format!("{head}v,Anger,Queues,Nice.,bad key,positive\n"),
+            "line 3, column \"variant_of\"",
+            "invalid key",
+        );
+    }
+
+    #[test]
+    fn valence_lists_parse_and_refuse_unknown_names() {
+        assert_eq!(
+            Valence::parse_list("Positive, negative,positive").unwrap(),
+            vec![Valence::Positive, Valence::Negative]
+        );
+        assert!(Valence::parse_list("").is_err());
+        assert!(Valence::parse_list("negative,joyful").is_err());
+        for v in Valence::ALL {
+            assert_eq!(Valence::parse(v.as_str()), Some(v));
+        }
     }
 
     #[test]
@@ -1559,6 +1955,8 @@ mod tests {
                     factor_name: "Facing Self-Opinioned People".into(),
                     scenario_index: 0,
                     text: "You wait.".into(),
+                    variant_of: None,
+                    valence: Valence::Negative,
                 },
                 Situation {
                     key: "Fear-4_scenario-2".into(),
@@ -1567,6 +1965,8 @@ mod tests {
                     factor_name: "Harmless Animals".into(),
                     scenario_index: 2,
                     text: "A spider.".into(),
+                    variant_of: None,
+                    valence: Valence::Negative,
                 },
             ]
         );
@@ -1693,6 +2093,8 @@ mod import_properties {
                         factor_name: name.clone(),
                         scenario_index: s,
                         text: text.clone(),
+                        variant_of: None,
+                        valence: Valence::Negative,
                     });
                 }
             }

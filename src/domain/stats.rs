@@ -629,6 +629,27 @@ fn f_xy(f: f64, dfn: f64, dfd: f64) -> Option<(f64, f64)> {
     }
 }
 
+/// The two-sided critical value of Student's t at `alpha` with `df` degrees of freedom, as
+/// `scipy.stats.t.ppf(1 - alpha / 2, df)`.
+pub fn t_critical(alpha: f64, df: f64) -> f64 {
+    bisect_crossing(|t| t_two_sided_p(t, df) > alpha)
+}
+
+/// The mean of the paired differences `after − before` and its two-sided `level` confidence
+/// interval from Student's t, as `scipy.stats.ttest_rel(after, before).confidence_interval(level)`:
+/// `mean ± t_crit · sd / √n`. `None` under the conditions of [`paired_t`]; an interval of
+/// width zero when every difference is the same.
+pub fn paired_mean_ci(before: &[f64], after: &[f64], level: f64) -> Option<(f64, f64, f64)> {
+    let d = paired_diffs(before, after)?;
+    if !(level > 0.0 && level < 1.0) {
+        return None;
+    }
+    let n = d.len() as f64;
+    let (mean, var) = mean_var(&d);
+    let half = t_critical(1.0 - level, n - 1.0) * (var / n).sqrt();
+    half.is_finite().then_some((mean, mean - half, mean + half))
+}
+
 /// The point `x ≥ 0` where `below(x)` turns from true to false, for a `below` that is true up
 /// to one crossing and false after it (a monotone distribution function compared with its
 /// target): doubling until past it, then bisecting to the spacing of doubles. Infinity when it

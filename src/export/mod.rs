@@ -20,6 +20,7 @@ pub mod picks;
 pub mod psychometrics;
 pub mod report;
 pub mod table;
+pub mod valence;
 
 use std::collections::HashMap;
 use std::io::Write;

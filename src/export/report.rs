@@ -233,6 +233,8 @@ pub struct Tables {
     /// Reliability, item position and test–retest (`export::psychometrics`), numbered last.
     pub psychometrics: crate::export::psychometrics::Block,
     pub comparison: Option<(String, Numbered)>,
+    /// The valence control (#18), numbered after the psychometrics; `None` without variants.
+    pub valence: Option<crate::export::valence::Block>,
 }
 
 pub fn tables(report: &Report) -> Tables {
@@ -264,11 +266,16 @@ pub fn tables(report: &Report) -> Tables {
         report,
         2 + usize::from(comparison.is_some()) + factors.len(),
     );
+    let valence = crate::export::valence::block(
+        report,
+        2 + usize::from(comparison.is_some()) + factors.len() + psychometrics.tables.len(),
+    );
     Tables {
         main,
         factors,
         comparison,
         psychometrics,
+        valence,
     }
 }
 
@@ -343,7 +350,24 @@ pub fn markdown(report: &Report) -> String {
         markdown_numbered(&mut out, t);
     }
     markdown_psychometrics(&mut out, &tables.psychometrics);
+    if let Some(v) = &tables.valence {
+        markdown_valence(&mut out, v);
+    }
     out
+}
+
+/// The valence section: the pairs, the table, one sentence per row, the caveat.
+fn markdown_valence(out: &mut String, v: &crate::export::valence::Block) {
+    out.push_str("\n## Valence control\n\nPairs (original → variant): ");
+    let pairs: Vec<String> = v.pairs.iter().map(|p| md(p)).collect();
+    out.push_str(&pairs.join("; "));
+    out.push_str(".\n\n");
+    markdown_numbered(out, &v.table);
+    out.push('\n');
+    for s in &v.verdicts {
+        out.push_str(&format!("- {}\n", md(s)));
+    }
+    out.push_str(&format!("\n{}\n", md(&v.caveat)));
 }
 
 /// The psychometrics block: its tables, then what could not be computed and why.

@@ -41,6 +41,8 @@ diesel::table! {
         text -> Text,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        variant_of -> Nullable<Text>,
+        valence -> Text,
     }
 }
 

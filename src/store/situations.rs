@@ -6,7 +6,7 @@ use diesel::prelude::*;
 
 use super::schema::{emotions, factors, situation_sets, situations};
 use super::{Counts, DbConnection, SituationId, SituationSetId, StoreError, now};
-use crate::domain::situation::Situation;
+use crate::domain::situation::{Situation, Valence};
 
 /// What an import of a situation file did.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -221,8 +221,9 @@ fn import_factors(
     })
 }
 
-/// A stored situation by key: id, factor id, scenario index, position, text.
-type StoredRow = (i64, i64, i32, i32, String);
+/// A stored situation by key: id, factor id, scenario index, position, text, the original's
+/// key (for a valence variant), valence.
+type StoredRow = (i64, i64, i32, i32, String, Option<String>, String);
 
 /// Creates or updates the situations of the file; returns their counts and how many stored
 /// situations the file did not mention.
@@ -243,6 +244,8 @@ fn import_situations(
                 situations::scenario_index,
                 situations::position,
                 situations::text,
+                situations::variant_of,
+                situations::valence,
             ),
         ))
         .load::<(String, StoredRow)>(conn)?
@@ -260,11 +263,13 @@ fn import_situations(
         let position = to_i32(position, &s.key)?;
         let scenario_index = to_i32(s.scenario_index, &s.key)?;
         match stored.get(&s.key) {
-            Some((_, f, si, p, text))
+            Some((_, f, si, p, text, variant_of, valence))
                 if *f == factor_id
                     && *si == scenario_index
                     && *p == position
-                    && *text == s.text =>
+                    && *text == s.text
+                    && *variant_of == s.variant_of
+                    && valence == s.valence.as_str() =>
             {
                 counts.unchanged += 1;
             }
@@ -275,6 +280,8 @@ fn import_situations(
                         situations::scenario_index.eq(scenario_index),
                         situations::position.eq(position),
                         situations::text.eq(&s.text),
+                        situations::variant_of.eq(&s.variant_of),
+                        situations::valence.eq(s.valence.as_str()),
                         situations::updated_at.eq(t),
                     ))
                     .execute(conn)?;
@@ -289,6 +296,8 @@ fn import_situations(
                         situations::scenario_index.eq(scenario_index),
                         situations::position.eq(position),
                         situations::text.eq(&s.text),
+                        situations::variant_of.eq(&s.variant_of),
+                        situations::valence.eq(s.valence.as_str()),
                         situations::created_at.eq(t),
                         situations::updated_at.eq(t),
                     ))
@@ -362,23 +371,52 @@ pub fn list(conn: &mut DbConnection, set: SituationSetId) -> QueryResult<Vec<Sto
             factors::name,
             situations::scenario_index,
             situations::text,
+            situations::variant_of,
+            situations::valence,
         ))
-        .load::<(i64, i32, String, String, i32, String, i32, String)>(conn)?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(id, position, key, emotion, fi, fname, si, text)| StoredSituation {
-                id: SituationId(id),
-                position,
-                situation: Situation {
-                    key,
-                    emotion,
-                    factor_index: u32::try_from(fi).unwrap_or_default(),
-                    factor_name: fname,
-                    scenario_index: u32::try_from(si).unwrap_or_default(),
-                    text,
-                },
-            },
-        )
-        .collect())
+        .load::<ListedRow>(conn)?;
+    rows.into_iter().map(listed).collect()
+}
+
+/// A row of [`list`]: id, position, key, emotion, factor index and name, scenario index, text,
+/// the original's key, valence.
+type ListedRow = (
+    i64,
+    i32,
+    String,
+    String,
+    i32,
+    String,
+    i32,
+    String,
+    Option<String>,
+    String,
+);
+
+fn listed(
+    (id, position, key, emotion, fi, fname, si, text, variant_of, valence): ListedRow,
+) -> QueryResult<StoredSituation> {
+    // A valence the code does not know is a corrupt row, not a negative situation.
+    let valence = Valence::parse(&valence).ok_or_else(|| {
+        diesel::result::Error::DeserializationError(Box::new(super::columns::CorruptRow {
+            table: "situations",
+            row: id.to_string(),
+            column: "valence".to_owned(),
+            detail: format!("unknown valence {valence:?}"),
+        }))
+    })?;
+    Ok(StoredSituation {
+        id: SituationId(id),
+        position,
+        situation: Situation {
+            key,
+            emotion,
+            factor_index: u32::try_from(fi).unwrap_or_default(),
+            factor_name: fname,
+            scenario_index: u32::try_from(si).unwrap_or_default(),
+            text,
+            variant_of,
+            valence,
+        },
+    })
 }

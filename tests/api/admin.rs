@@ -630,7 +630,7 @@ fn script_in_researcher_text_renders_inert_everywhere(db: TestDb) {
     });
     {
         // A situation carrying the payload too: the only one of a fresh set.
-        use emotionbench::domain::situation::Situation;
+        use emotionbench::domain::situation::{Situation, Valence};
         use emotionbench::store::{situations, studies};
         let pool = app.pool();
         let mut conn = pool.get().unwrap();
@@ -641,6 +641,8 @@ fn script_in_researcher_text_renders_inert_everywhere(db: TestDb) {
             factor_name: format!("Factor {payload}"),
             scenario_index: 0,
             text: format!("Situation {payload}"),
+            variant_of: None,
+            valence: Valence::Negative,
         };
         situations::import(&mut conn, "xss-set", "test", &[s]).unwrap();
         let set = situations::find_set(&mut conn, "xss-set").unwrap().unwrap();

@@ -13,7 +13,7 @@ use std::time::Instant;
 use chrono::Duration;
 use diesel::prelude::*;
 use emotionbench::domain::measure::Measure;
-use emotionbench::domain::situation::{EMOTIONS, Situation};
+use emotionbench::domain::situation::{EMOTIONS, Situation, Valence};
 use emotionbench::domain::study::{StudyConfig, StudyStatus};
 use emotionbench::domain::survey::{Outcome, Page, SessionKey};
 use emotionbench::store::participants::{self, Arrival, Effect, Submitted};
@@ -44,6 +44,8 @@ fn synthetic_situations() -> Vec<Situation> {
                 factor_name: format!("Synthetic factor {factor}"),
                 scenario_index: scenario as u32,
                 text: format!("Synthetic situation {i} about {emotion}."),
+                variant_of: None,
+                valence: Valence::Negative,
             }
         })
         .collect()

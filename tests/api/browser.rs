@@ -1300,6 +1300,114 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
 
 on_both_backends!(the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop);
 
+/// The valence pages (#18) at 360 and 1280 px: the upload page (its tidy CSV columns), the
+/// demo's valence set with each variant under its original, the run form's valence field, and
+/// the report of a run on the valence study with its valence section.
+fn a_real_browser_audits_the_valence_pages_on_a_phone_and_a_desktop(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let backend = backend_name(&db);
+    {
+        let pool = db.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
+        emotionbench::app::demo::load_valence_demo(&mut conn).unwrap();
+    }
+    // A run whose change follows the valence, for the report's section.
+    let variants: Vec<String> = emotionbench::domain::demo::demo_study()
+        .variants
+        .into_iter()
+        .map(|v| v.text)
+        .collect();
+    let server = emotionbench::llm::fake::FakeServer::start(move |req| {
+        crate::valence::valence_feeling(req, &variants)
+    })
+    .unwrap();
+    let cfg = crate::runs::config(&[crate::runs::provider(
+        "fake",
+        "openai",
+        &server.base_url(),
+        "concurrency = 4",
+    )]);
+    crate::helpers::ok(crate::runs::eb(
+        &db,
+        &cfg,
+        &[
+            "run",
+            "--study",
+            "demo-valence",
+            "--provider",
+            "fake",
+            "--model",
+            "m",
+            "--seed",
+            "3",
+            "--default-repeats",
+            "6",
+            "--repeats",
+            "2",
+        ],
+        &[],
+    ));
+    let app = spawn_app(db);
+    crate::admin::add_user(
+        &app,
+        "valence@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    let base = app.base.clone();
+    let mut failures = Vec::new();
+    let mut pages = 0;
+    for viewport in [(360, 740), (1280, 800)] {
+        let Some(chrome) = Chrome::start_at(viewport) else {
+            return;
+        };
+        let c = &chrome;
+        let mut audit = Audit::new(c, axe.clone(), backend);
+        let check = |audit: &mut Audit<'_>, name: &str| {
+            audit.check_with(&format!("valence {name}"), ADMIN_LAYOUT);
+        };
+        sign_in(c, &base, "valence@example.org", crate::admin::PASSWORD);
+        c.goto(&format!("{base}/admin/data"));
+        c.wait_for(&base, "/admin/data");
+        assert!(c.source().contains("variant_of"));
+        check(&mut audit, "data");
+        c.goto(&format!("{base}/admin/data/sets/demo-valence"));
+        c.wait_for(&base, "/admin/data/sets/demo-valence");
+        assert!(
+            c.source()
+                .contains("Valence variants of Anger-0_scenario-0")
+        );
+        check(&mut audit, "set");
+        // The screenshot is of the viewport: scroll the first variants into it.
+        c.exec(
+            "document.querySelector('ul.variants').scrollIntoView({block: 'center'});",
+            json!([]),
+        );
+        check(&mut audit, "set variants");
+        c.goto(&format!("{base}/admin/runs/new"));
+        c.wait_for(&base, "/admin/runs/new");
+        assert!(c.source().contains("id=\"valence\""));
+        check(&mut audit, "run form");
+        c.goto(&format!("{base}/admin/studies/demo-valence/report"));
+        c.wait_for(&base, "/admin/studies/demo-valence/report");
+        let source = c.source();
+        assert!(source.contains("Valence control"), "{source}");
+        check(&mut audit, "report");
+        c.exec(
+            "Array.from(document.querySelectorAll('h2')).find(function (h) { \
+               return h.textContent === 'Valence control'; }).scrollIntoView();",
+            json!([]),
+        );
+        check(&mut audit, "report valence section");
+        pages += audit.pages.len();
+        failures.extend(audit.failures);
+    }
+    assert_eq!(pages, 12);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+on_both_backends!(a_real_browser_audits_the_valence_pages_on_a_phone_and_a_desktop);
+
 fn sign_in(c: &Chrome, base: &str, email: &str, password: &str) {
     c.goto(&format!("{base}/admin/login"));
     c.wait_for(base, "/admin/login");

@@ -41,4 +41,5 @@ mod study_setup;
 mod survey;
 mod survey_frictions;
 mod uploads;
+mod valence;
 mod web;
