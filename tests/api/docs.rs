@@ -199,7 +199,17 @@ impl Sandbox {
 /// Runs a page's runnable blocks in order in `sandbox`: what went wrong, one line per block.
 pub fn run_page(page: &str, text: &str, sandbox: &Sandbox) -> (usize, Vec<String>) {
     let mut ran = 0;
-    let mut failures = Vec::new();
+    // An output block away from its runnable block would silently compare nothing.
+    let mut failures: Vec<String> = blocks(text)
+        .iter()
+        .filter(|b| b.info == OUTPUT)
+        .map(|b| {
+            format!(
+                "{page}:{}: an output block not right after a runnable block",
+                b.line
+            )
+        })
+        .collect();
     for b in blocks(text).iter().filter(|b| b.info == RUNNABLE) {
         ran += 1;
         let (ok, stdout, stderr) = sandbox.run(&b.body);
@@ -620,6 +630,12 @@ fn the_checker_fails_on_a_renamed_flag_a_broken_command_and_other_figures() {
         failures.len() == 1 && failures[0].contains("PANAS 21"),
         "{failures:?}"
     );
+    let apart = page.replace("```\n\n```text output", "```\nIt prints:\n```text output");
+    let (_, failures) = run_page("apart.md", &apart, &sandbox);
+    assert!(
+        failures.len() == 1 && failures[0].contains("not right after"),
+        "{failures:?}"
+    );
 }
 
 #[test]
@@ -899,4 +915,33 @@ fn every_picture_the_docs_embed_is_one_the_browser_tests_write() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The paper's page is followed literally with the upstream files only: each of its runnable
+/// blocks shows what it prints (compared by the test above) and none reads our derived files.
+#[test]
+fn the_reproduction_page_shows_the_figures_of_every_step_from_upstream_files_only() {
+    let page = read("docs/reproduce.md");
+    let runnable: Vec<Block> = blocks(&page)
+        .into_iter()
+        .filter(|b| b.info == RUNNABLE)
+        .collect();
+    assert!(runnable.len() >= 5, "{runnable:?}");
+    for b in &runnable {
+        assert!(
+            b.expected.is_some(),
+            "docs/reproduce.md:{}: a step without the figures it prints",
+            b.line
+        );
+        assert!(
+            !b.body.contains("derived"),
+            "docs/reproduce.md:{}: reads a derived file",
+            b.line
+        );
+        assert!(
+            b.body.contains("EmotionBench/") || b.body.contains("emotionbench report"),
+            "docs/reproduce.md:{}: neither reads the upstream files nor reports",
+            b.line
+        );
+    }
 }
