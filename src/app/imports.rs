@@ -116,6 +116,43 @@ pub fn import_situations_from(
     Ok((parsed.format, summary))
 }
 
+/// Imports a situation file's texts as the situations' texts in `lang` (#20): the file in any
+/// format [`parse_situations`] reads, its keys those of the existing set `set`. One
+/// transaction with its audit entry.
+pub fn import_situation_texts(
+    conn: &mut DbConnection,
+    path: &Path,
+    set: &str,
+    lang: &crate::domain::language::Lang,
+) -> Result<(SituationFormat, store::situation_texts::TextsImported), Error> {
+    let bytes = read(path)?;
+    let file = Upload {
+        name: path,
+        bytes: &bytes,
+    };
+    let parsed = parse_situations(file.text()?).map_err(|e| file.malformed(e))?;
+    let source = file.file_name();
+    let done = conn
+        .write_transaction(|conn| {
+            let id = situations::find_set(conn, set)?.ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "there is no situation set {set}: import the set's own situations first"
+                ))
+            })?;
+            let done = store::situation_texts::import(conn, id, set, lang, &parsed.situations)?;
+            audit::record(
+                conn,
+                &Actor::Cli,
+                "import.situation_texts",
+                Some(set),
+                Some(&serde_json::json!({"file": source, "language": lang.as_str(), "texts": done.texts})),
+            )?;
+            Ok::<_, StoreError>(done)
+        })
+        .map_err(|e| file.rejected(e))?;
+    Ok((parsed.format, done))
+}
+
 pub fn import_instruments(
     conn: &mut DbConnection,
     path: &Path,

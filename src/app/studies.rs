@@ -95,7 +95,8 @@ pub fn set_status(
     conn.write_transaction(|conn| {
         if status == StudyStatus::Open {
             let study = studies::load(conn, slug)?.ok_or_else(|| Error::NoStudy(slug.into()))?;
-            let problems = checklist_problems(&study.launch_checklist(today()));
+            let mut problems = checklist_problems(&study.launch_checklist(today()));
+            problems.extend(untranslated(conn, &study)?);
             if !problems.is_empty() {
                 return Err(invalid(format!(
                     "The study cannot open yet. {}",
@@ -113,6 +114,29 @@ pub fn set_status(
         )?;
         Ok(())
     })
+}
+
+/// What a study in several languages lacks to open (#20): each situation of its set without a
+/// text in one of its other languages, named (the first few, then how many more).
+fn untranslated(conn: &mut DbConnection, study: &studies::Study) -> Result<Vec<String>> {
+    const NAMED: usize = 10;
+    let (Some(set), [_, others @ ..]) = (study.situation_set_id, study.languages()) else {
+        return Ok(Vec::new());
+    };
+    let missing = crate::store::situation_texts::missing(conn, set, others)
+        .map_err(crate::store::StoreError::from)?;
+    let mut out: Vec<String> = missing
+        .iter()
+        .take(NAMED)
+        .map(|(lang, key)| format!("The situation {key} has no text in {lang}."))
+        .collect();
+    if missing.len() > NAMED {
+        out.push(format!(
+            "{} more situations lack a text in one of the study's languages.",
+            missing.len() - NAMED
+        ));
+    }
+    Ok(out)
 }
 
 /// Creates the draft `new_slug` (titled `new_title`) with the settings, texts, instrument, set

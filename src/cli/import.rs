@@ -19,6 +19,11 @@ pub enum ImportCommand {
         /// file name without extension).
         #[arg(long, value_name = "NAME")]
         set: Option<String>,
+        /// The file holds the texts of the existing set --set in this language (a language
+        /// tag such as de or zh-CN), under the set's keys: a study in that language shows them
+        /// (issue #20).
+        #[arg(long, value_name = "TAG", requires = "set")]
+        language: Option<String>,
     },
     /// Instruments in the EmotionBench questionnaires.json format.
     Instruments { file: PathBuf },
@@ -57,7 +62,30 @@ pub fn run(settings: &Settings, cmd: ImportCommand) -> anyhow::Result<()> {
     let pool = db::writing(settings)?;
     let mut conn = pool.get()?;
     match cmd {
-        ImportCommand::Situations { file, set } => {
+        ImportCommand::Situations {
+            file,
+            set: Some(set),
+            language: Some(tag),
+        } => {
+            let lang = emotionbench::domain::language::Lang::parse(&tag)
+                .map_err(|e| anyhow::anyhow!("--language: {e}"))?;
+            let (format, done) =
+                app::imports::import_situation_texts(&mut conn, &file, &set, &lang)?;
+            println!(
+                "imported {} as {} into set {set}: {} texts in {lang}",
+                file.display(),
+                format.as_str(),
+                done.texts
+            );
+            if done.not_in_file > 0 {
+                println!(
+                    "note: {} situations of the set are not in this file",
+                    done.not_in_file
+                );
+            }
+            Ok(())
+        }
+        ImportCommand::Situations { file, set, .. } => {
             let (format, s) = app::imports::import_situations(&mut conn, &file, set.as_deref())?;
             println!(
                 "imported {} as {} into set {}{}",

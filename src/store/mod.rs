@@ -21,6 +21,7 @@ pub mod report;
 pub mod runs;
 pub mod schema;
 pub mod sessions;
+pub mod situation_texts;
 pub mod situations;
 pub mod studies;
 pub mod text_scores;

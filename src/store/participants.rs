@@ -916,14 +916,20 @@ pub fn situation_of(
     conn: &mut DbConnection,
     participant: &Participant,
 ) -> QueryResult<Option<(String, String)>> {
-    match participant.situation_id {
-        Some(id) => {
-            let query = situations::table
-                .find(id)
-                .select((situations::key, situations::text));
-            per_backend!(conn, |c| query.get_result(c).optional())
+    let Some(id) = participant.situation_id else {
+        return Ok(None);
+    };
+    let query = situations::table
+        .find(id)
+        .select((situations::key, situations::text));
+    let found: Option<(String, String)> = per_backend!(conn, |c| query.get_result(c).optional())?;
+    // The participant's language's text when the situation has one (#20), else its own.
+    match (found, participant.language.as_deref()) {
+        (Some((key, own)), Some(lang)) => {
+            let text = super::situation_texts::text_in(conn, id.0, lang)?.unwrap_or(own);
+            Ok(Some((key, text)))
         }
-        None => Ok(None),
+        (found, _) => Ok(found),
     }
 }
 

@@ -120,7 +120,10 @@ where
         out.push_sql(" FROM p WHERE page = ");
         out.push_bind_param::<Nullable<Text>, _>(&self.show)?;
         out.push_sql(
-            ") SELECT p.*, (SELECT s.text FROM situations s WHERE s.id = p.situation_id AND ",
+            // The participant's language's text when the situation has one (#20), else its own.
+            ") SELECT p.*, (SELECT COALESCE((SELECT t.text FROM situation_texts t \
+             WHERE t.situation_id = s.id AND t.language = p.language), s.text) \
+             FROM situations s WHERE s.id = p.situation_id AND ",
         );
         out.push_bind_param::<Bool, _>(&self.with_text)?;
         out.push_sql(" AND p.page = ");

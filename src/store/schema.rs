@@ -47,6 +47,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// A situation's text in another language than its own (#20).
+    situation_texts (situation_id, language) {
+        situation_id -> BigInt,
+        language -> Text,
+        text -> Text,
+    }
+}
+
+diesel::table! {
     instruments (id) {
         id -> BigInt,
         key -> Text,
@@ -365,6 +374,7 @@ diesel::joinable!(factors -> situation_sets (set_id));
 diesel::joinable!(factors -> emotions (emotion_id));
 diesel::joinable!(situations -> situation_sets (set_id));
 diesel::joinable!(situations -> factors (factor_id));
+diesel::joinable!(situation_texts -> situations (situation_id));
 diesel::joinable!(instrument_items -> instruments (instrument_id));
 diesel::joinable!(instrument_categories -> instruments (instrument_id));
 diesel::joinable!(sessions -> users (user_id));
@@ -396,6 +406,7 @@ diesel::table! {
 
 diesel::allow_tables_to_appear_in_same_query!(
     emotions,
+    situation_texts,
     situation_sets,
     factors,
     situations,

@@ -247,7 +247,142 @@ fn a_catalogue_folder_adds_a_right_to_left_language(db: TestDb) {
     assert_eq!(language_of(&app, "rtl", "pidar1").as_deref(), Some("ar"));
 }
 
+/// The demo set's situations as a tidy CSV, each text `prefix` + its key, the last `drop` left
+/// out.
+fn texts_file(
+    dir: &std::path::Path,
+    prefix: &str,
+    drop: usize,
+) -> (std::path::PathBuf, Vec<String>) {
+    let demo = emotionbench::domain::demo::demo_study();
+    let keep = demo.situations.len() - drop;
+    let path = dir.join(format!("texts-{drop}.csv"));
+    let mut w = csv::Writer::from_path(&path).unwrap();
+    w.write_record(["key", "emotion", "factor", "text"])
+        .unwrap();
+    for s in &demo.situations[..keep] {
+        w.write_record([
+            s.key.as_str(),
+            s.emotion.as_str(),
+            s.factor_name.as_str(),
+            &format!("{prefix}{}", s.key),
+        ])
+        .unwrap();
+    }
+    w.flush().unwrap();
+    let keys = demo.situations.iter().map(|s| s.key.clone()).collect();
+    (path, keys)
+}
+
+fn a_study_with_an_untranslated_situation_cannot_open_and_says_which(db: TestDb) {
+    use emotionbench::domain::study::StudyStatus;
+    let app = spawn_app(db);
+    make_study(&app, "trans", |c| c.languages = langs(&["en", "de"]));
+    // A draft that is ready to open but for its German situations.
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let s = studies::load(&mut conn, "trans").unwrap().unwrap();
+        let mut sources = studies::Sources::new(s.instrument_id, s.situation_set_id);
+        sources.retention_until = Some(chrono::Utc::now().naive_utc() + chrono::Duration::days(60));
+        studies::update(&mut conn, s.id, &s.config(), sources).unwrap();
+        studies::set_status(&mut conn, s.id, StudyStatus::Draft).unwrap();
+    }
+    let open = || cli(&app.db.url, &["studies", "set-status", "trans", "open"]);
+    let o = open();
+    assert!(!o.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let (_, keys) = texts_file(dir.path(), "", 0);
+    let err = crate::helpers::stderr(&o);
+    assert!(
+        err.contains(&format!("The situation {} has no text in de.", keys[0])),
+        "{err}"
+    );
+
+    // Every situation but the last in German: it still cannot open, and says which.
+    let (partial, _) = texts_file(dir.path(), "Auf Deutsch: ", 1);
+    let out = ok(cli(
+        &app.db.url,
+        &[
+            "import",
+            "situations",
+            partial.to_str().unwrap(),
+            "--set",
+            "demo",
+            "--language",
+            "de",
+        ],
+    ));
+    assert!(
+        out.contains(&format!("{} texts in de", keys.len() - 1)),
+        "{out}"
+    );
+    let o = open();
+    assert!(!o.status.success());
+    let err = crate::helpers::stderr(&o);
+    let last = keys.last().unwrap();
+    assert!(
+        err.contains(&format!("The situation {last} has no text in de.")),
+        "{err}"
+    );
+    assert!(
+        !err.contains(&format!("The situation {} has", keys[0])),
+        "{err}"
+    );
+    // A key the set does not have is refused, and nothing of that file is stored.
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "key,emotion,factor,text\nAnger-9_scenario-9,Anger,Nobody,Nein\n",
+    )
+    .unwrap();
+    let o = cli(
+        &app.db.url,
+        &[
+            "import",
+            "situations",
+            bad.to_str().unwrap(),
+            "--set",
+            "demo",
+            "--language",
+            "de",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(crate::helpers::stderr(&o).contains("Anger-9_scenario-9 is not in the set demo"));
+
+    let (whole, _) = texts_file(dir.path(), "Auf Deutsch: ", 0);
+    ok(cli(
+        &app.db.url,
+        &[
+            "import",
+            "situations",
+            whole.to_str().unwrap(),
+            "--set",
+            "demo",
+            "--language",
+            "de",
+        ],
+    ));
+    ok(open());
+
+    // A German participant reads the German text, an English one the set's own.
+    let g = app.browser();
+    let (page, _) = walk_to(&g, "/s/trans?PROLIFIC_PID=pidtransde&lang=de", "situation");
+    assert!(page.body.contains("Auf Deutsch: "), "{}", page.body);
+    assert!(page.body.contains("Stellen Sie sich diese Situation vor"));
+    let e = app.browser();
+    let (page, _) = walk_to(&e, "/s/trans?PROLIFIC_PID=pidtransen", "situation");
+    assert!(!page.body.contains("Auf Deutsch: "), "{}", page.body);
+    // The second questionnaire's reminder repeats the participant's own text.
+    let r = submit_current(&g, "/s/trans/situation", &g.get("/s/trans/situation"));
+    assert_eq!(r.status, 303, "{}", r.body);
+    let after = g.get(r.location().unwrap());
+    assert!(after.body.contains("Auf Deutsch: "), "{}", after.body);
+}
+
 on_both_backends!(
     the_link_then_the_browser_then_the_default_chooses_the_language,
     a_catalogue_folder_adds_a_right_to_left_language,
+    a_study_with_an_untranslated_situation_cannot_open_and_says_which,
 );
