@@ -30,4 +30,7 @@ fn main() {
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
+    // `store::db` embeds the migrations at compile time (`embed_migrations!`); without this a
+    // new migration directory is not in the next build (seen: a benchmark ran without its index).
+    println!("cargo:rerun-if-changed=migrations");
 }

@@ -1,0 +1,1 @@
+DROP INDEX participants_study_id;
