@@ -532,10 +532,11 @@ async fn monitor_page(
     study: Study,
 ) -> Result<MonitorPage, AppError> {
     let s = study.clone();
+    let inputs = state.monitor_inputs.clone();
     let (monitor, evidence) = state
         .db(move |conn| {
             let m = monitor::load(conn, &s)?;
-            Ok((m, app::evidence::monitor_counts(conn, &s)?))
+            Ok((m, app::evidence::monitor_counts(conn, &s, &inputs)?))
         })
         .await?;
     let base = crate::web::request::public_base(

@@ -147,7 +147,6 @@ pub fn generate_study(
     participants: usize,
     seed: u64,
 ) -> Result<store::StudyId> {
-    use rand::{Rng, SeedableRng};
     let demo = demo_study();
     let set_name = format!("{slug}-situations");
     let study = conn.write_transaction(|conn| {
@@ -164,6 +163,36 @@ pub fn generate_study(
             seed as i64,
         )
     })?;
+    add_generated(conn, slug, study, 0, participants, seed)?;
+    Ok(study)
+}
+
+/// Adds `participants` more completed participants to the generated study `slug` (numbered
+/// from `first`, so their public ids stay unique): a live study's new completions in the
+/// monitor benchmark.
+pub fn generate_more(
+    conn: &mut DbConnection,
+    slug: &str,
+    first: usize,
+    participants: usize,
+    seed: u64,
+) -> Result<()> {
+    let study = studies::load(conn, slug)
+        .map_err(StoreError::from)?
+        .ok_or_else(|| super::Error::NoStudy(slug.to_owned()))?;
+    add_generated(conn, slug, study.id, first, participants, seed)
+}
+
+fn add_generated(
+    conn: &mut DbConnection,
+    slug: &str,
+    study: store::StudyId,
+    first: usize,
+    participants: usize,
+    seed: u64,
+) -> Result<()> {
+    use rand::{Rng, SeedableRng};
+    let set_name = format!("{slug}-situations");
     let set = situations::find_set(conn, &set_name)
         .map_err(StoreError::from)?
         .ok_or_else(|| StoreError::Inconsistent("generated set vanished".into()))?;
@@ -172,14 +201,14 @@ pub fn generate_study(
         .into_iter()
         .map(|s| s.id)
         .collect();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ first as u64);
     let t = store::now();
     let mut done = 0;
     while done < participants {
         let n = (participants - done).min(1000);
         let batch: Vec<store::cohorts::NewCompleted> = (0..n)
             .map(|i| {
-                let k = done + i;
+                let k = first + done + i;
                 let mut answers = |lo: i32| (0..20).map(|_| rng.random_range(lo..=5)).collect();
                 store::cohorts::NewCompleted {
                     public_id: format!("{slug}-{k:07}"),
@@ -207,7 +236,7 @@ pub fn generate_study(
         conn.write_transaction(|conn| store::cohorts::insert_completed(conn, study, &batch))?;
         done += n;
     }
-    Ok(study)
+    Ok(())
 }
 
 /// Adds `models` imported runs (`model-1` …) of `trials` trials each to the generated study

@@ -21,7 +21,7 @@ use crate::store::audit::{self, Actor};
 use crate::store::evidence::{Scope, StoredRules, Subject};
 use crate::store::report::TrialFilter;
 use crate::store::studies::Study;
-use crate::store::{self, DbConnection, SituationId, StoreError, studies};
+use crate::store::{self, DbConnection, ParticipantId, SituationId, StoreError, StudyId, studies};
 
 /// The reading floors of a study's pages (`domain::evidence::floor_ms` of the words each
 /// shows): the questionnaire pages and the check for everyone, the situation page per
@@ -190,9 +190,19 @@ pub fn study_evidence(
     scope: Scope,
 ) -> std::result::Result<StudyEvidence, StoreError> {
     let instrument = store::instruments::get(conn, study.instrument_id)?;
+    let subjects = store::evidence::subjects(conn, study.id, instrument.items.len(), scope)?;
+    assess(conn, study, &instrument, subjects)
+}
+
+/// Assesses `subjects` against the study's floors, humans and model runs.
+fn assess(
+    conn: &mut DbConnection,
+    study: &Study,
+    instrument: &Instrument,
+    subjects: Vec<Subject>,
+) -> std::result::Result<StudyEvidence, StoreError> {
     let n = instrument.items.len();
     let floors = page_floors(conn, study)?;
-    let subjects = store::evidence::subjects(conn, study.id, n, scope)?;
     let models = model_answers(conn, study, n)?;
     let people: Vec<Person> = subjects.iter().map(|s| person(s, &floors)).collect();
     let scale = Scale {
@@ -216,6 +226,91 @@ pub fn study_evidence(
         store::evidence::rules(conn, study.id)?.rules,
         models.into_iter().map(|m| m.model).collect(),
     ))
+}
+
+/// What the monitor's evidence keeps between loads: the answers and page times of the
+/// finished participants (completed, or ended by the check) in each study's window. Those
+/// never change, so a load reads only the participants new to the window or still answering,
+/// and the rest from here; the flags and statuses are read afresh every load, and everything
+/// else (floors, humans' distributions, model runs, rules) is computed afresh from them, so
+/// the counts are the same as without it. Per process, like the other caches in `AppState`.
+#[derive(Default)]
+pub struct MonitorInputs {
+    studies: std::sync::Mutex<HashMap<StudyId, HashMap<ParticipantId, Known>>>,
+}
+
+/// A finished participant's inputs, with the export id that makes a reused row id (SQLite
+/// hands out a deleted highest id again) a different participant.
+struct Known {
+    export_id: String,
+    before: Vec<Option<i32>>,
+    after: Vec<Option<i32>>,
+    pages: Vec<(Page, i64)>,
+}
+
+/// At most this many studies are kept; past it the map starts again (a bound, not a policy:
+/// an installation watches a handful of studies at once).
+const KEPT_STUDIES: usize = 64;
+
+impl MonitorInputs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<StudyId, HashMap<ParticipantId, Known>>> {
+        // A panic elsewhere while holding the lock leaves only whole entries behind.
+        self.studies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The window's subjects: the known ones from here, the others read (and kept once
+    /// finished); participants who left the window are dropped.
+    fn subjects(
+        &self,
+        conn: &mut DbConnection,
+        study: StudyId,
+        items: usize,
+    ) -> std::result::Result<Vec<Subject>, StoreError> {
+        let mut out = store::evidence::heads(conn, study, items, Scope::Latest(MONITOR_LATEST))?;
+        let mut missing = Vec::new();
+        {
+            let studies = self.lock();
+            let known = studies.get(&study);
+            for (i, s) in out.iter_mut().enumerate() {
+                match known.and_then(|k| k.get(&s.id)) {
+                    Some(k) if s.finished && k.export_id == s.export_id => {
+                        s.before.clone_from(&k.before);
+                        s.after.clone_from(&k.after);
+                        s.pages.clone_from(&k.pages);
+                    }
+                    _ => missing.push(i),
+                }
+            }
+        }
+        store::evidence::fill(conn, study, &mut out, &missing)?;
+        let mut studies = self.lock();
+        if !studies.contains_key(&study) && studies.len() >= KEPT_STUDIES {
+            studies.clear();
+        }
+        let known = studies.entry(study).or_default();
+        let window: std::collections::HashSet<ParticipantId> = out.iter().map(|s| s.id).collect();
+        known.retain(|id, _| window.contains(id));
+        for &i in &missing {
+            let s = &out[i];
+            if s.finished {
+                known.insert(
+                    s.id,
+                    Known {
+                        export_id: s.export_id.clone(),
+                        before: s.before.clone(),
+                        after: s.after.clone(),
+                        pages: s.pages.clone(),
+                    },
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many participants' inputs are kept for `study` (for tests and the benchmark).
+    pub fn kept(&self, study: StudyId) -> usize {
+        self.lock().get(&study).map_or(0, HashMap::len)
+    }
 }
 
 /// Sets a study's exclusion rules, audited (`study.exclusions`, with the signals and whether
@@ -258,12 +353,26 @@ pub struct MonitorEvidence {
 /// costs the same at any study size.
 pub const MONITOR_LATEST: i64 = store::monitor::MEDIAN_OF_LATEST;
 
+/// The evidence about the latest [`MONITOR_LATEST`] participants, the finished ones' answers
+/// and page times from `inputs` where known: the same as
+/// `study_evidence(conn, study, Scope::Latest(MONITOR_LATEST))`.
+pub fn monitor_evidence(
+    conn: &mut DbConnection,
+    study: &Study,
+    inputs: &MonitorInputs,
+) -> std::result::Result<StudyEvidence, StoreError> {
+    let instrument = store::instruments::get(conn, study.instrument_id)?;
+    let subjects = inputs.subjects(conn, study.id, instrument.items.len())?;
+    assess(conn, study, &instrument, subjects)
+}
+
 /// The evidence counts the monitor shows (the latest [`MONITOR_LATEST`] participants).
 pub fn monitor_counts(
     conn: &mut DbConnection,
     study: &Study,
+    inputs: &MonitorInputs,
 ) -> std::result::Result<MonitorEvidence, StoreError> {
-    let evidence = study_evidence(conn, study, Scope::Latest(MONITOR_LATEST))?;
+    let evidence = monitor_evidence(conn, study, inputs)?;
     Ok(MonitorEvidence {
         assessed: evidence.people.len(),
         counts: evidence.signal_counts(),

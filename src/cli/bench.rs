@@ -241,27 +241,74 @@ fn bench_monitor(participants: usize, runs: usize) -> anyhow::Result<()> {
     );
     let study =
         store::studies::load(&mut conn, "bench")?.context("the generated study is missing")?;
-    let mut times = Vec::new();
-    for _ in 0..runs.max(1) {
+    // Each round times, side by side: the monitor's queries without the evidence block, the
+    // evidence block "cold" (a server's first load after it starts: no participant's answers
+    // kept, as every load was before `MonitorInputs`), and "live" (the same server's next load
+    // after NEW_PER_ROUND more participants completed). Wall time and this process's CPU
+    // time (the machine is shared: CPU time is the steadier of the two).
+    const NEW_PER_ROUND: usize = 20;
+    let inputs = app::evidence::MonitorInputs::default();
+    let timed = |f: &mut dyn FnMut() -> anyhow::Result<()>| -> anyhow::Result<(f64, f64)> {
+        let cpu = emotionbench::bench::cpu::cpu_time(None).unwrap_or_default();
         let t = std::time::Instant::now();
-        let m = store::monitor::load(&mut conn, &study)?;
-        // The page's evidence block too (#15): the latest 2,000 completions' evidence.
-        let e = app::evidence::monitor_counts(&mut conn, &study)?;
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
-        anyhow::ensure!(e.assessed <= 2_000, "the evidence block is not bounded");
+        f()?;
+        let wall = t.elapsed().as_secs_f64() * 1000.0;
+        let cpu = emotionbench::bench::cpu::cpu_time(None).unwrap_or_default() - cpu;
+        Ok((wall, cpu.as_secs_f64() * 1000.0))
+    };
+    let evidence = |conn: &mut store::DbConnection,
+                    inputs: &app::evidence::MonitorInputs,
+                    expected: usize|
+     -> anyhow::Result<()> {
+        let e = app::evidence::monitor_counts(conn, &study, inputs)?;
         anyhow::ensure!(
-            m.counts.completed as usize == participants,
-            "unexpected counts"
+            e.assessed == expected.min(2_000),
+            "the evidence block is not bounded"
+        );
+        Ok(())
+    };
+    let (mut queries, mut cold, mut live) = (Vec::new(), Vec::new(), Vec::new());
+    let mut total = participants;
+    evidence(&mut conn, &inputs, total)?;
+    for round in 0..runs.max(1) {
+        queries.push(timed(&mut || {
+            let m = store::monitor::load(&mut conn, &study)?;
+            anyhow::ensure!(m.counts.completed as usize == total, "unexpected counts");
+            Ok(())
+        })?);
+        cold.push(timed(&mut || {
+            evidence(&mut conn, &app::evidence::MonitorInputs::default(), total)
+        })?);
+        app::demo::generate_more(&mut conn, "bench", total, NEW_PER_ROUND, round as u64)?;
+        total += NEW_PER_ROUND;
+        live.push(timed(&mut || evidence(&mut conn, &inputs, total))?);
+        anyhow::ensure!(
+            inputs.kept(study.id) == total.min(2_000),
+            "the kept inputs are not the window's"
         );
     }
-    times.sort_by(f64::total_cmp);
-    println!(
-        "monitor: median {:.1} ms over {} loads (min {:.1}, max {:.1})",
-        times[times.len() / 2],
-        times.len(),
-        times[0],
-        times[times.len() - 1]
-    );
+    let median = |v: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| {
+        let mut x: Vec<f64> = v.iter().map(pick).collect();
+        x.sort_by(f64::total_cmp);
+        x[x.len() / 2]
+    };
+    let (qw, qc) = (median(&queries, |t| t.0), median(&queries, |t| t.1));
+    println!("{} loads, medians (wall / CPU):", queries.len());
+    println!("  monitor queries, without the evidence block: {qw:.1} / {qc:.0} ms");
+    for (what, v) in [
+        ("evidence block, cold (a server's first load)", &cold),
+        (
+            "evidence block, live (20 new completions since the last load)",
+            &live,
+        ),
+    ] {
+        let (w, c) = (median(v, |t| t.0), median(v, |t| t.1));
+        println!(
+            "  {what}: {w:.1} / {c:.0} ms; page with it / without: {:.2} (wall), {:.2} (CPU)",
+            (qw + w) / qw,
+            (qc + c) / qc.max(1.0)
+        );
+    }
     Ok(())
 }
 

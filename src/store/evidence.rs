@@ -30,6 +30,9 @@ pub struct Subject {
     pub imported: bool,
     /// Completed (the others are still answering, or were ended by the attention check).
     pub completed: bool,
+    /// Completed or ended by the check: their answers and page times no longer change (a
+    /// withdrawal takes them out of the assessed statuses, a deletion out of the table).
+    pub finished: bool,
     pub flags: StoredFlags,
     /// Answers by phase, canonical order (`None` where an item is missing).
     pub before: Vec<Option<i32>>,
@@ -72,6 +75,21 @@ pub fn subjects(
     items: usize,
     scope: Scope,
 ) -> Result<Vec<Subject>, StoreError> {
+    let mut out = heads(conn, study, items, scope)?;
+    let all: Vec<usize> = (0..out.len()).collect();
+    fill(conn, study, &mut out, &all)?;
+    Ok(out)
+}
+
+/// The participants of [`subjects`] with their stored flags but without answers and page
+/// times (`before`/`after` all `None`, `pages` empty): one indexed read, which [`fill`]
+/// completes for those a caller does not already know.
+pub fn heads(
+    conn: &mut DbConnection,
+    study: StudyId,
+    items: usize,
+    scope: Scope,
+) -> Result<Vec<Subject>, StoreError> {
     let base = participants::table
         .filter(participants::study_id.eq(study))
         .filter(participants::status.eq_any(ASSESSED))
@@ -102,7 +120,7 @@ pub fn subjects(
         }
     }
     .map_err(corrupt_row("participants", format!("of study {study}")))?;
-    let mut out: Vec<Subject> = rows
+    Ok(rows
         .into_iter()
         .map(|(id, export_id, situation, imported, status, flags)| {
             let (straightline, fast, failed_check, honeypot) = flags;
@@ -112,6 +130,7 @@ pub fn subjects(
                 situation,
                 imported,
                 completed: status == ParticipantStatus::Completed,
+                finished: status != ParticipantStatus::Active,
                 flags: StoredFlags {
                     straightline,
                     fast,
@@ -123,10 +142,25 @@ pub fn subjects(
                 pages: Vec::new(),
             }
         })
+        .collect())
+}
+
+/// Reads the answers and page times of `out[i]` for each `i` in `which` (500 participants a
+/// statement).
+pub fn fill(
+    conn: &mut DbConnection,
+    study: StudyId,
+    out: &mut [Subject],
+    which: &[usize],
+) -> Result<(), StoreError> {
+    let index: HashMap<ParticipantId, usize> = which
+        .iter()
+        .filter_map(|&i| out.get(i).map(|s| (s.id, i)))
         .collect();
-    let index: HashMap<ParticipantId, usize> =
-        out.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
-    let ids: Vec<ParticipantId> = out.iter().map(|s| s.id).collect();
+    let ids: Vec<ParticipantId> = which
+        .iter()
+        .filter_map(|&i| out.get(i).map(|s| s.id))
+        .collect();
     for chunk in ids.chunks(CHUNK) {
         let answers: Vec<(ParticipantId, Measure, i32, i32)> = responses::table
             .filter(responses::participant_id.eq_any(chunk))
@@ -184,7 +218,7 @@ pub fn subjects(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A study's exclusion rules and when they last changed.

@@ -53,6 +53,9 @@ pub struct AppState {
     /// The participant pages' message catalogues, every bundle built once at start-up
     /// (`web::i18n`): a page's lookups never build one.
     pub catalogues: Arc<crate::web::i18n::Catalogues>,
+    /// The finished participants' answers and page times the monitor's evidence block has
+    /// read (`app::evidence::MonitorInputs`): a load reads only what is new.
+    pub monitor_inputs: Arc<crate::app::evidence::MonitorInputs>,
 }
 
 /// How long a cached study row is used before it is read again.
@@ -131,6 +134,7 @@ impl AppState {
             jwks: Arc::new(crate::web::jwks::JwksCache::new(
                 settings.prolific_jwks_url.clone(),
             )),
+            monitor_inputs: Arc::default(),
             pool,
             settings,
             instruments: Arc::default(),

@@ -531,7 +531,100 @@ fn the_report_and_the_exports_follow_the_exclusion_rules_with_counts_per_reason(
     assert_eq!(n, 2);
 }
 
+/// The monitor keeps the finished participants' answers between loads
+/// (`app::evidence::MonitorInputs`); what it shows must stay what a fresh computation gives
+/// while participants complete, are deleted, and (on SQLite) a deleted highest row id is
+/// handed to a newcomer.
+fn the_monitor_evidence_kept_between_loads_is_what_a_fresh_computation_gives(db: TestDb) {
+    use emotionbench::app::evidence::{
+        MONITOR_LATEST, MonitorInputs, monitor_evidence, study_evidence,
+    };
+    use emotionbench::store::cohorts::{NewCompleted, insert_completed};
+    use emotionbench::store::evidence::Scope;
+    let pool = db.pool();
+    let mut conn = pool.get().unwrap();
+    let id = emotionbench::app::demo::generate_study(&mut conn, "kept", 2_010, 3).unwrap();
+    let study = studies::load(&mut conn, "kept").unwrap().unwrap();
+    let inputs = MonitorInputs::default();
+    let same = |conn: &mut _, inputs: &MonitorInputs| {
+        let kept = monitor_evidence(conn, &study, inputs).unwrap();
+        let fresh = study_evidence(conn, &study, Scope::Latest(MONITOR_LATEST)).unwrap();
+        assert_eq!(kept.people.len(), 2_000);
+        assert_eq!(format!("{:?}", kept.people), format!("{:?}", fresh.people));
+        kept
+    };
+    same(&mut conn, &inputs);
+    assert_eq!(inputs.kept(id), 2_000);
+    // A newcomer whose answers copy the latest participant's: a duplicate of them.
+    let latest: emotionbench::store::ParticipantId = {
+        use emotionbench::store::schema::participants as p;
+        p::table
+            .filter(p::study_id.eq(id))
+            .order(p::id.desc())
+            .select(p::id)
+            .first(&mut conn)
+            .unwrap()
+    };
+    let mut answers = |phase: Measure| -> Vec<i32> {
+        use emotionbench::store::schema::responses;
+        responses::table
+            .filter(responses::participant_id.eq(latest))
+            .filter(responses::phase.eq(phase))
+            .order(responses::item_number)
+            .select(responses::value)
+            .load(&mut conn)
+            .unwrap()
+    };
+    let (before, after) = (answers(Measure::Default), answers(Measure::Evoked));
+    let newcomer = |public_id: &str, before: Vec<i32>, after: Vec<i32>| NewCompleted {
+        public_id: public_id.to_owned(),
+        prolific_pid: None,
+        source_ref: None,
+        imported: false,
+        situation_id: None,
+        demographics: None,
+        default_answers: before,
+        evoked_answers: after,
+        created_at: emotionbench::store::now(),
+        completed_at: Some(emotionbench::store::now()),
+    };
+    insert_completed(&mut conn, id, &[newcomer("copy", before, after)]).unwrap();
+    let e = same(&mut conn, &inputs);
+    let copy = e.people.last().unwrap();
+    assert!(
+        copy.assessment
+            .findings
+            .iter()
+            .any(|f| f.reason.contains("identical")),
+        "{copy:?}"
+    );
+    // The copy is deleted and another newcomer comes (on SQLite it gets the copy's row id):
+    // none of the copy's answers may be taken for theirs.
+    let copy_id = emotionbench::store::ParticipantId(copy.id);
+    participants::delete(&mut conn, id, copy_id).unwrap();
+    let other = (1..=20).map(|i| 1 + (i % 5)).collect::<Vec<i32>>();
+    let mut other_after = other.clone();
+    other_after.reverse();
+    insert_completed(&mut conn, id, &[newcomer("other", other, other_after)]).unwrap();
+    let e = same(&mut conn, &inputs);
+    assert!(
+        !e.people
+            .last()
+            .unwrap()
+            .assessment
+            .findings
+            .iter()
+            .any(|f| f.reason.contains("identical")),
+    );
+    // More completions push the earliest out of the window; what is kept follows it.
+    emotionbench::app::demo::generate_more(&mut conn, "kept", 2_010, 30, 9).unwrap();
+    same(&mut conn, &inputs);
+    assert_eq!(inputs.kept(id), 2_000);
+    drop(conn);
+}
+
 on_both_backends!(
+    the_monitor_evidence_kept_between_loads_is_what_a_fresh_computation_gives,
     a_form_filler_gets_honeypot_and_speed_evidence_and_is_not_refused,
     the_published_humans_are_rarely_model_like_and_an_agent_copying_gpt_4_is,
     the_report_and_the_exports_follow_the_exclusion_rules_with_counts_per_reason,
