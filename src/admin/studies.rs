@@ -61,6 +61,8 @@ pub struct FormValues {
     pub retention: String,
     /// The study's languages as typed (`en, de`), the default first (#20).
     pub languages: String,
+    /// The valences participants are assigned, as typed (`negative`); empty for all (#18).
+    pub valences: String,
 }
 
 impl FormValues {
@@ -96,6 +98,12 @@ impl FormValues {
                 .map(|l| l.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
+            valences: c
+                .valences
+                .iter()
+                .map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
         }
     }
 
@@ -122,6 +130,7 @@ impl FormValues {
             reservation_minutes: g("reservation_minutes"),
             retention: g("retention"),
             languages: g("languages"),
+            valences: g("valences"),
         }
     }
 
@@ -207,6 +216,14 @@ impl FormValues {
             typed => match crate::domain::language::split_list(typed) {
                 Ok(l) => c.languages = l,
                 Err(e) => errors.push(format!("Languages: {e}.")),
+            },
+        }
+        // Empty: every situation of the set (a form from before valences had no such field).
+        match self.valences.trim() {
+            "" => c.valences = Vec::new(),
+            typed => match crate::domain::situation::Valence::parse_list(typed) {
+                Ok(v) => c.valences = v,
+                Err(e) => errors.push(format!("Valences: {e}.")),
             },
         }
         if c.consent_text.len() > 20_000 || c.debrief_text.len() > 20_000 || c.title.len() > 200 {

@@ -1,6 +1,7 @@
 //! Study configuration: what a researcher sets, with the defaults of the paper's human study.
 
 use super::language::Lang;
+use super::situation::Valence;
 use serde::{Deserialize, Serialize};
 
 /// Lifecycle of a study.
@@ -88,6 +89,10 @@ pub struct StudyConfig {
     /// Files written before languages existed have none: English.
     #[serde(default = "default_languages")]
     pub languages: Vec<Lang>,
+    /// Only situations of these valences are assigned to participants (#18); empty for every
+    /// situation of the set. Left out of files when empty, as before valences existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub valences: Vec<Valence>,
 }
 
 fn default_languages() -> Vec<Lang> {
@@ -115,6 +120,7 @@ impl StudyConfig {
             min_situation_seconds: 10,
             reservation_minutes: 30,
             languages: default_languages(),
+            valences: Vec::new(),
         }
     }
 

@@ -115,6 +115,10 @@ impl JsonValue for Vec<crate::domain::language::Lang> {
     const WHAT: &'static str = "language list";
 }
 
+impl JsonValue for Vec<crate::domain::situation::Valence> {
+    const WHAT: &'static str = "valence list";
+}
+
 impl JsonValue for Option<RunManifest> {
     const WHAT: &'static str = "run parameters";
 }
@@ -198,6 +202,7 @@ fn column_of(table: &str, what: &str) -> &'static str {
         (_, "account role") => "role",
         ("studies", "list of names") => studies::demographics::NAME,
         ("studies", "language list") => studies::languages::NAME,
+        ("studies", "valence list") => studies::valences::NAME,
         ("participants", "demographic answers") => participants::demographics::NAME,
         ("model_runs", "run parameters") => model_runs::params::NAME,
         ("model_trials", "item order") => model_trials::item_order::NAME,

@@ -24,6 +24,7 @@ use super::{
 use crate::domain::assignment::{self, Assignment, Cell};
 use crate::domain::language::Lang;
 use crate::domain::measure::Measure;
+use crate::domain::situation::Valence;
 use crate::domain::survey::{Outcome, Page, PageEvent, ParticipantStatus, SessionKey};
 
 #[derive(Debug, Clone, Queryable, Selectable, serde::Serialize)]
@@ -202,8 +203,26 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
     // Run at every consent: on the backend's own connection (see `per_backend!`).
     let ids = situations::table
         .filter(situations::set_id.eq(set))
-        .select(situations::id);
-    let ids: Vec<SituationId> = per_backend!(conn, |c| ids.load(c))?;
+        .select((situations::id, situations::valence));
+    let ids: Vec<(SituationId, String)> = per_backend!(conn, |c| ids.load(c))?;
+    // A study that selects by valence (#18) assigns only those situations; a few rows per set,
+    // so filtered here rather than with a query per selection.
+    let chosen = &study.valences.0;
+    let mut kept = Vec::with_capacity(ids.len());
+    for (id, valence) in ids {
+        let valence = Valence::parse(&valence).ok_or_else(|| {
+            diesel::result::Error::DeserializationError(Box::new(super::columns::CorruptRow {
+                table: "situations",
+                row: id.0.to_string(),
+                column: "valence".to_owned(),
+                detail: format!("unknown valence {valence:?}"),
+            }))
+        })?;
+        if chosen.is_empty() || chosen.contains(&valence) {
+            kept.push(id);
+        }
+    }
+    let ids = kept;
     // Kept by triggers (migration `situation_counts`): one row per situation, however many
     // participants the study has.
     let completed = situation_counts::table

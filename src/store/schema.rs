@@ -173,6 +173,9 @@ diesel::table! {
         closed_at -> Nullable<Timestamp>,
         /// The study's languages, a JSON list of tags, the first its default (#20).
         languages -> Text,
+        /// The valences of the situations participants are assigned, a JSON list; empty for
+        /// all (#18).
+        valences -> Text,
     }
 }
 

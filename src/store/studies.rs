@@ -6,6 +6,7 @@ use super::columns::{Json, corrupt_row};
 use super::schema::{situations, studies};
 use super::{DbConnection, InstrumentId, SituationSetId, StoreError, StudyId, now};
 use crate::domain::language::Lang;
+use crate::domain::situation::Valence;
 use crate::domain::study::{StudyConfig, StudyStatus};
 
 /// A study as listed.
@@ -62,6 +63,7 @@ struct Settings<'a> {
     reservation_minutes: i32,
     retention_until: Option<chrono::NaiveDateTime>,
     languages: Json<Vec<Lang>>,
+    valences: Json<Vec<Valence>>,
     updated_at: chrono::NaiveDateTime,
 }
 
@@ -98,6 +100,7 @@ fn settings<'a>(config: &'a StudyConfig, sources: Sources) -> Result<Settings<'a
         reservation_minutes: config.reservation_minutes,
         retention_until: sources.retention_until,
         languages: Json(config.languages.clone()),
+        valences: Json(config.valences.clone()),
         updated_at: now(),
     })
 }
@@ -243,6 +246,8 @@ pub struct Study {
     pub closed_at: Option<chrono::NaiveDateTime>,
     /// The languages participants may take it in; the first is the default (#20).
     pub languages: Json<Vec<Lang>>,
+    /// The valences of the situations participants are assigned; empty for all (#18).
+    pub valences: Json<Vec<Valence>>,
 }
 
 impl Study {
@@ -287,6 +292,7 @@ impl Study {
         c.min_situation_seconds = self.min_situation_seconds;
         c.reservation_minutes = self.reservation_minutes;
         c.languages = self.languages.0.clone();
+        c.valences = self.valences.0.clone();
         c
     }
 

@@ -1301,8 +1301,9 @@ fn the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop(db: TestDb) {
 on_both_backends!(the_study_admin_pages_pass_axe_on_a_phone_and_a_desktop);
 
 /// The valence pages (#18) at 360 and 1280 px: the upload page (its tidy CSV columns), the
-/// demo's valence set with each variant under its original, the run form's valence field, and
-/// the report of a run on the valence study with its valence section.
+/// demo's valence set with each variant under its original, the run form's and the study
+/// form's valence fields, and the report of a run on the valence study with its valence
+/// section.
 fn a_real_browser_audits_the_valence_pages_on_a_phone_and_a_desktop(db: TestDb) {
     let Some(axe) = axe_source() else { return };
     let backend = backend_name(&db);
@@ -1388,6 +1389,13 @@ fn a_real_browser_audits_the_valence_pages_on_a_phone_and_a_desktop(db: TestDb) 
         c.wait_for(&base, "/admin/runs/new");
         assert!(c.source().contains("id=\"valence\""));
         check(&mut audit, "run form");
+        c.goto(&format!("{base}/admin/studies/new"));
+        c.wait_for(&base, "/admin/studies/new");
+        c.exec(
+            "document.getElementById('valences').scrollIntoView({block: 'center'});",
+            json!([]),
+        );
+        check(&mut audit, "study form valences");
         c.goto(&format!("{base}/admin/studies/demo-valence/report"));
         c.wait_for(&base, "/admin/studies/demo-valence/report");
         let source = c.source();
@@ -1402,7 +1410,7 @@ fn a_real_browser_audits_the_valence_pages_on_a_phone_and_a_desktop(db: TestDb) 
         pages += audit.pages.len();
         failures.extend(audit.failures);
     }
-    assert_eq!(pages, 12);
+    assert_eq!(pages, 14);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -364,7 +364,66 @@ fn runs_select_by_valence_and_the_report_pairs_variants_with_their_originals(db:
     assert!(html.contains("follows the valence"));
 }
 
+/// A study on the demo's valence set that selects `positive`: eight participants walk to the
+/// situation page over HTTP and each gets a different positive variant, never an original.
+fn a_study_that_selects_by_valence_assigns_participants_only_those_situations(db: TestDb) {
+    use diesel::prelude::*;
+    use emotionbench::domain::study::{StudyConfig, StudyStatus};
+    use emotionbench::store::schema::{participants, situations as s, studies as st};
+    let app = spawn_app(db);
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::app::demo::load_valence_demo(&mut conn).unwrap();
+        let set = situations::find_set(&mut conn, "demo-valence")
+            .unwrap()
+            .unwrap();
+        let inst = emotionbench::store::instruments::ensure_builtin(&mut conn).unwrap();
+        let mut c = StudyConfig::new("pos", "Positive situations");
+        c.consent_text = "Please read this consent text.".into();
+        c.debrief_text = "Thank you.".into();
+        c.code_completed = Some("COMPLETE1".into());
+        c.min_situation_seconds = 0;
+        c.valences = vec![Valence::Positive];
+        emotionbench::store::studies::create(
+            &mut conn,
+            &c,
+            StudyStatus::Open,
+            emotionbench::store::studies::Sources::new(inst, Some(set)),
+            42,
+        )
+        .unwrap();
+        // Read back as it was written (the form and the definition file use this).
+        let stored = emotionbench::store::studies::load(&mut conn, "pos")
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.config().valences, vec![Valence::Positive]);
+    }
+    for i in 0..8 {
+        let (page, _) = crate::survey::walk_to(
+            &app.browser(),
+            &format!("/s/pos?PROLIFIC_PID=5f1a2b3c4d5e6f7a8b9c0d{i:02}"),
+            "situation",
+        );
+        assert_eq!(page.status, 200, "{}", page.body);
+    }
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let mut keys: Vec<String> = participants::table
+        .inner_join(st::table)
+        .inner_join(s::table)
+        .filter(st::slug.eq("pos"))
+        .select(s::key)
+        .load(&mut conn)
+        .unwrap();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 8, "{keys:?}");
+    assert!(keys.iter().all(|k| k.ends_with("_positive")), "{keys:?}");
+}
+
 on_both_backends!(
+    a_study_that_selects_by_valence_assigns_participants_only_those_situations,
     variants_import_over_the_cli_and_a_malformed_file_is_refused_with_line_and_reason,
     variants_upload_from_the_browser_show_on_the_set_page_and_download_as_they_came,
     runs_select_by_valence_and_the_report_pairs_variants_with_their_originals,
