@@ -21,7 +21,8 @@ use crate::store::runs::{self, NewRun, NewTrial};
 use crate::store::situations::StoredSituation;
 use crate::store::studies::{self, Study};
 use crate::store::{
-    DbConnection, InstrumentId, RunId, SituationSetId, audit, instruments, personas, situations,
+    DbConnection, InstrumentId, RunId, SituationSetId, audit, instruments, personas,
+    situation_texts, situations,
 };
 use chrono::Datelike;
 
@@ -612,6 +613,31 @@ pub struct PromptRequest {
     /// seed gives repeat `repeat` of the trial.
     pub seed: Option<u64>,
     pub repeat: u32,
+    /// One of the study's languages (#20): the situation's text in it. `None`: the study's
+    /// default, the set's own texts.
+    pub language: Option<String>,
+}
+
+/// The language a prompt is asked for, when it is one of the study's other languages (the
+/// default's texts are the set's own); refused when the study does not have it.
+fn prompt_language(
+    study: &crate::store::studies::Study,
+    asked: Option<&str>,
+) -> Result<Option<crate::domain::language::Lang>> {
+    let Some(asked) = asked else {
+        return Ok(None);
+    };
+    let lang = crate::domain::language::Lang::parse(asked).map_err(invalid)?;
+    let langs = study.languages();
+    if !langs.contains(&lang) {
+        let list: Vec<&str> = langs.iter().map(|l| l.as_str()).collect();
+        return Err(invalid(format!(
+            "the study {} is not in {lang}; its languages: {}",
+            study.slug,
+            list.join(", ")
+        )));
+    }
+    Ok((langs.first() != Some(&lang)).then_some(lang))
 }
 
 /// The exact messages of one trial.
@@ -640,7 +666,18 @@ pub fn prompt_messages(conn: &mut DbConnection, req: &PromptRequest) -> Result<V
                     req.situation.as_deref().unwrap_or("")
                 ))
             })?;
-            (found.situation.key, Some(found.situation.text))
+            let text = match prompt_language(&study, req.language.as_deref())? {
+                None => found.situation.text,
+                Some(lang) => situation_texts::text_in(conn, found.id.0, lang.as_str())
+                    .map_err(crate::store::StoreError::from)?
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "the situation {} has no text in {lang}",
+                            found.situation.key
+                        ))
+                    })?,
+            };
+            (found.situation.key, Some(text))
         }
     };
     let n = instrument.items.len();

@@ -31,6 +31,10 @@ pub enum PromptCommand {
         /// Print the messages as a JSON array.
         #[arg(long)]
         json: bool,
+        /// One of the study's languages (a tag such as de): the situation's text in it
+        /// (issue #20; default: the study's default language, the set's own texts).
+        #[arg(long, value_name = "TAG")]
+        language: Option<String>,
     },
 }
 
@@ -44,6 +48,7 @@ pub fn run(settings: &Settings, cmd: PromptCommand) -> anyhow::Result<()> {
         seed,
         repeat,
         json,
+        language,
     } = cmd;
     let pool = db::reading(settings)?;
     let mut conn = pool.get()?;
@@ -57,6 +62,7 @@ pub fn run(settings: &Settings, cmd: PromptCommand) -> anyhow::Result<()> {
             template,
             seed,
             repeat,
+            language,
         },
     )?;
     if json {

@@ -192,6 +192,7 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
             template: "eb-code".into(),
             seed: None,
             repeat: 0,
+            language: None,
         },
     )
     .unwrap();
@@ -237,6 +238,7 @@ fn the_finetune_export_of_the_cohort_reads_back_to_the_stored_answers(db: TestDb
                     template: "eb-code".into(),
                     seed: None,
                     repeat: 0,
+                    language: None,
                 },
             )
             .unwrap(),

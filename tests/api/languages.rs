@@ -374,6 +374,31 @@ fn a_study_with_an_untranslated_situation_cannot_open_and_says_which(db: TestDb)
     let e = app.browser();
     let (page, _) = walk_to(&e, "/s/trans?PROLIFIC_PID=pidtransen", "situation");
     assert!(!page.body.contains("Auf Deutsch: "), "{}", page.body);
+    // A model's prompt in the study's second language carries the German text; in the
+    // default, the set's own; a language the study lacks is refused.
+    let prompt = |extra: &[&str]| {
+        let mut args = vec![
+            "prompt",
+            "show",
+            "--study",
+            "trans",
+            "--measure",
+            "evoked",
+            "--situation",
+            &keys[0],
+        ];
+        args.extend_from_slice(extra);
+        cli(&app.db.url, &args)
+    };
+    let de = ok(prompt(&["--language", "de"]));
+    assert!(de.contains(&format!("Auf Deutsch: {}", keys[0])), "{de}");
+    let en = ok(prompt(&[]));
+    assert!(!en.contains("Auf Deutsch: "), "{en}");
+    let own = &emotionbench::domain::demo::demo_study().situations[0].text;
+    assert!(en.contains(own.as_str()), "{en}");
+    let o = prompt(&["--language", "fr"]);
+    assert!(!o.status.success());
+    assert!(crate::helpers::stderr(&o).contains("is not in fr; its languages: en, de"));
     // The second questionnaire's reminder repeats the participant's own text.
     let r = submit_current(&g, "/s/trans/situation", &g.get("/s/trans/situation"));
     assert_eq!(r.status, 303, "{}", r.body);
