@@ -9,7 +9,7 @@ use crate::domain::freetext_report::{self, Cohort, Example, FreeTextReport, Scor
 use crate::domain::prompt::Measure;
 use crate::domain::run::TrialStatus;
 use crate::store::audit::{self, Actor};
-use crate::store::{DbConnection, RunId, StoreError, instruments, runs, situations, text_scores};
+use crate::store::{DbConnection, RunId, instruments, runs, situations, text_scores};
 
 use super::error::{Error, Result, invalid};
 use super::imports::Upload;
@@ -37,19 +37,7 @@ pub fn import_tasks_from(
     actor: &Actor,
 ) -> Result<Vec<(String, instruments::Outcome)>> {
     let list = parse_tasks(file.text()?).map_err(|e| file.malformed(e))?;
-    let source = file.file_name();
-    conn.write_transaction(|conn| {
-        let outcomes = instruments::import(conn, &list)?;
-        audit::record(
-            conn,
-            actor,
-            "import.freetext",
-            None,
-            Some(&serde_json::json!({"file": source, "tasks": outcomes.len()})),
-        )?;
-        Ok::<_, StoreError>(outcomes)
-    })
-    .map_err(|e| file.rejected(e))
+    super::imports::store_instruments(conn, file, actor, &list, ("import.freetext", "tasks"))
 }
 
 /// Checks that every run exists and is a free-text run.

@@ -173,15 +173,33 @@ pub fn import_instruments_from(
     actor: &Actor,
 ) -> Result<Vec<(String, instruments::Outcome)>, Error> {
     let list = parse_questionnaires_json(file.text()?).map_err(|e| file.malformed(e))?;
+    store_instruments(
+        conn,
+        file,
+        actor,
+        &list,
+        ("import.instruments", "instruments"),
+    )
+}
+
+/// Stores parsed instruments (questionnaires or free-text tasks) from `file` with the audit
+/// entry (`audit`: the action and the key its count goes under), in one transaction.
+pub(super) fn store_instruments(
+    conn: &mut DbConnection,
+    file: &Upload<'_>,
+    actor: &Actor,
+    list: &[crate::domain::instrument::Instrument],
+    (action, key): (&str, &str),
+) -> Result<Vec<(String, instruments::Outcome)>, Error> {
     let source = file.file_name();
     conn.write_transaction(|conn| {
-        let outcomes = instruments::import(conn, &list)?;
+        let outcomes = instruments::import(conn, list)?;
         audit::record(
             conn,
             actor,
-            "import.instruments",
+            action,
             None,
-            Some(&serde_json::json!({"file": source, "instruments": outcomes.len()})),
+            Some(&serde_json::json!({"file": source, key: outcomes.len()})),
         )?;
         Ok::<_, StoreError>(outcomes)
     })
