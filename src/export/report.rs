@@ -358,10 +358,11 @@ pub fn markdown(report: &Report) -> String {
 
 /// The valence section: the pairs, the table, one sentence per row, the caveat.
 fn markdown_valence(out: &mut String, v: &crate::export::valence::Block) {
-    out.push_str("\n## Valence control\n\nPairs (original → variant): ");
-    let pairs: Vec<String> = v.pairs.iter().map(|p| md(p)).collect();
-    out.push_str(&pairs.join("; "));
-    out.push_str(".\n\n");
+    out.push_str("\n## Valence control\n\nPairs (original → variant):\n\n");
+    for p in &v.pairs {
+        out.push_str(&format!("- {}\n", md(p)));
+    }
+    out.push('\n');
     markdown_numbered(out, &v.table);
     out.push('\n');
     for s in &v.verdicts {

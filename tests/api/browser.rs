@@ -1407,10 +1407,18 @@ fn a_real_browser_audits_the_valence_pages_on_a_phone_and_a_desktop(db: TestDb) 
             json!([]),
         );
         check(&mut audit, "report valence section");
+        c.click(&c.css("details.valence-pairs summary"));
+        assert!(
+            c.exec(
+                "return document.querySelector('details.valence-pairs').open",
+                json!([])
+            ) == json!(true)
+        );
+        check(&mut audit, "report valence pairs");
         pages += audit.pages.len();
         failures.extend(audit.failures);
     }
-    assert_eq!(pages, 14);
+    assert_eq!(pages, 16);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

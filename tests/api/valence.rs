@@ -28,8 +28,8 @@ const VARIANTS: &str = "key,emotion,factor,text,variant_of,valence\n\
     r-neu,Anger,Queues,The queue moves at its usual pace.,r,neutral\n";
 
 /// (key, variant_of, valence, factor index, scenario index) of a stored set, in file order.
-fn stored(db: &TestDb, set: &str) -> Vec<(String, Option<String>, Valence, u32, u32)> {
-    let pool = db::connect(&db.url, 1).unwrap();
+fn stored(url: &str, set: &str) -> Vec<(String, Option<String>, Valence, u32, u32)> {
+    let pool = db::connect(url, 1).unwrap();
     let mut conn = pool.get().unwrap();
     let id = situations::find_set(&mut conn, set).unwrap().unwrap();
     situations::list(&mut conn, id)
@@ -70,7 +70,7 @@ fn variants_import_over_the_cli_and_a_malformed_file_is_refused_with_line_and_re
         out.contains("situations: 4 (4 created, 0 updated, 0 unchanged)"),
         "{out}"
     );
-    assert_eq!(stored(&db, "val"), expected_set());
+    assert_eq!(stored(&db.url, "val"), expected_set());
     // Importing again changes nothing.
     let out = ok(cli(
         &db.url,
@@ -140,7 +140,7 @@ fn variants_upload_from_the_browser_show_on_the_set_page_and_download_as_they_ca
         "{}",
         r.body
     );
-    assert_eq!(stored(&app.db, "val"), expected_set());
+    assert_eq!(stored(&app.db.url, "val"), expected_set());
 
     // Each variant under its original, tagged with its valence.
     let set = admin.get("/admin/data/sets/val");
@@ -420,6 +420,39 @@ fn a_study_that_selects_by_valence_assigns_participants_only_those_situations(db
     keys.dedup();
     assert_eq!(keys.len(), 8, "{keys:?}");
     assert!(keys.iter().all(|k| k.ends_with("_positive")), "{keys:?}");
+}
+
+/// `emotionbench demo` creates the valence study once and says where its set is.
+#[test]
+fn the_demo_prints_its_valence_study_and_its_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, lines, base) = crate::cli::start_demo(dir.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = lines.join("\n");
+    assert!(
+        text.contains("valence study:    demo-valence (created;"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "valence set:      {base}/admin/data/sets/demo-valence"
+        )),
+        "{text}"
+    );
+    let (mut child, lines, _) = crate::cli::start_demo(dir.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        lines
+            .join("\n")
+            .contains("valence study:    demo-valence (reused;"),
+        "{lines:?}"
+    );
+    let url = format!("sqlite://{}", dir.path().join("emotionbench.db").display());
+    let got = stored(&url, "demo-valence");
+    assert_eq!(got.len(), 28);
+    assert_eq!(got.iter().filter(|s| s.1.is_some()).count(), 12);
 }
 
 on_both_backends!(
