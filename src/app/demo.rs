@@ -49,7 +49,18 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
         )?;
         let set = situations::find_set(conn, demo.situation_set)?
             .ok_or_else(|| StoreError::Inconsistent("demo set vanished".into()))?;
+        // In English and German (#20): the German situations are our own, unvalidated.
+        let german =
+            crate::domain::language::Lang::parse("de").map_err(StoreError::Inconsistent)?;
+        store::situation_texts::import(
+            conn,
+            set,
+            demo.situation_set,
+            &german,
+            &crate::domain::demo::demo_situations_de(),
+        )?;
         let mut config = StudyConfig::new(demo.slug, demo.title);
+        config.languages = vec![crate::domain::language::Lang::english(), german];
         config.consent_text = demo.consent_text.to_owned();
         config.debrief_text = demo.debrief_text.to_owned();
         config.target_per_situation = 5;

@@ -271,6 +271,80 @@ const DEMO_SITUATIONS: [(&str, &str, [&str; 2]); 8] = [
     ),
 ];
 
+/// The demo's situations in German (#20), in the order of [`DEMO_SITUATIONS`]: our own
+/// translation, unvalidated, like the English texts written by the emotionbench team.
+const DEMO_SITUATIONS_DE: [[&str; 2]; 8] = [
+    [
+        "Sie warten seit zehn Minuten an der Theke der Bäckerei, bis Sie an der Reihe sind. \
+         Jemand kommt herein, geht direkt nach vorn, und die Verkäuferin bedient diese Person \
+         zuerst, ohne Sie auch nur anzusehen.",
+        "In einer Teambesprechung zeigt eine Kollegin die Tabelle, an der Sie den ganzen \
+         Nachmittag gearbeitet haben, und nimmt den Dank dafür entgegen. Niemand nennt Ihren \
+         Namen.",
+    ],
+    [
+        "Heute Morgen haben Sie Ihrer Vorgesetzten eine E-Mail zu einer Entscheidung \
+         geschickt, die Ihnen sehr wichtig ist. Der Arbeitstag ist fast vorbei, und es gibt \
+         noch immer keine Antwort.",
+        "In einer Stunde müssen Sie zum Flughafen aufbrechen, und Ihr Reisepass liegt in \
+         keiner der Schubladen, in denen Sie ihn sonst aufbewahren.",
+    ],
+    [
+        "Sie haben ein Wochenende mit alten Freunden geplant, doch einer nach dem anderen \
+         sagt ab. Sie verbringen den Samstag allein in Ihrer Wohnung, während es ununterbrochen \
+         regnet.",
+        "Sie sehen sich Fotos von dem Chor an, in dem Sie früher jede Woche gesungen haben. Er \
+         wurde letztes Jahr aufgelöst, und nichts hat diese Abende seitdem gefüllt.",
+    ],
+    [
+        "Sie füllen eine halbe Stunde lang ein langes Online-Formular aus. Kurz bevor Sie auf \
+         Absenden klicken, meldet die Website Sie ab, und alles, was Sie eingegeben haben, ist \
+         weg.",
+        "Sie bauen ein neues Bücherregal Schritt für Schritt nach Anleitung auf. Ganz am Ende \
+         stellen Sie fest, dass eines der ersten Bretter verkehrt herum eingesetzt ist.",
+    ],
+    [
+        "Ihre engste Freundin verbringt seit Kurzem die meisten Wochenenden mit einer neuen \
+         Freundin von der Arbeit. Online sehen Sie ständig Bilder der beiden bei Ausflügen.",
+        "Ihr Nachbar zeigt Ihnen stolz ein nagelneues Fahrrad, genau das Modell, für das Sie \
+         seit dem Frühjahr sparen.",
+    ],
+    [
+        "Sie haben versprochen, die Pflanzen Ihrer Nachbarin zu gießen, während sie verreist \
+         ist, haben es aber mehrere Tage vergessen. Als sie zurückkommt, sind einige Pflanzen \
+         verwelkt.",
+        "Müde nach einem langen Tag fahren Sie Ihren jüngeren Bruder wegen einer Kleinigkeit \
+         an. Später bemerken Sie, dass er den ganzen Abend still gewesen ist.",
+    ],
+    [
+        "Auf einem Wanderweg zieht dichter Nebel auf, und Sie können die nächste \
+         Wegmarkierung nicht mehr sehen. Ihr Handy hat keinen Empfang.",
+        "Sie sitzen im Flugzeug, als die Maschine plötzlich durch Turbulenzen ruckelt und das \
+         Anschnallzeichen mit einem lauten Ton aufleuchtet. In der Nähe rutschen ein paar \
+         Becher von einem Tablett.",
+    ],
+    [
+        "Sie winken jemandem auf der anderen Straßenseite fröhlich zurück und merken dann, \
+         dass die Person der Person hinter Ihnen gewunken hat.",
+        "In einer Videokonferenz sprechen Sie eine ganze Minute, bevor ein Kollege Ihnen sagt, \
+         dass Ihr Mikrofon die ganze Zeit stummgeschaltet war.",
+    ],
+];
+
+/// The demo's situations with their German texts (same keys): imported as the demo set's
+/// texts in `de` (#20).
+pub fn demo_situations_de() -> Vec<Situation> {
+    demo_study()
+        .situations
+        .into_iter()
+        .zip(DEMO_SITUATIONS_DE.iter().flatten())
+        .map(|(s, de)| Situation {
+            text: (*de).to_string(),
+            ..s
+        })
+        .collect()
+}
+
 /// The key of the demo's free-text task (#18).
 pub const DEMO_FREE_TEXT: &str = "DEMO-SAY";
 
@@ -359,6 +433,19 @@ mod tests {
 
     fn shingles(text: &str, n: usize) -> HashSet<Vec<String>> {
         words(text).windows(n).map(<[String]>::to_vec).collect()
+    }
+
+    #[test]
+    fn every_demo_situation_has_its_own_german_text_under_the_same_key() {
+        let (en, de) = (demo_study().situations, demo_situations_de());
+        assert_eq!(en.len(), de.len());
+        for (e, d) in en.iter().zip(&de) {
+            assert_eq!(e.key, d.key);
+            assert_ne!(e.text, d.text);
+        }
+        let mut texts: Vec<&str> = de.iter().map(|s| s.text.as_str()).collect();
+        texts.dedup();
+        assert_eq!(texts.len(), 16);
     }
 
     #[test]

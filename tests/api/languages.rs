@@ -406,7 +406,46 @@ fn a_study_with_an_untranslated_situation_cannot_open_and_says_which(db: TestDb)
     assert!(after.body.contains("Auf Deutsch: "), "{}", after.body);
 }
 
+fn the_demo_study_runs_in_english_and_german(db: TestDb) {
+    let app = spawn_app(db);
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
+    }
+    let german = emotionbench::domain::demo::demo_situations_de();
+    let english = emotionbench::domain::demo::demo_study().situations;
+    let shows = |body: &str, list: &[emotionbench::domain::situation::Situation]| {
+        list.iter().any(|s| {
+            // As the page escapes it.
+            let html = s
+                .text
+                .replace('&', "&amp;")
+                .replace('\'', "&#39;")
+                .replace('"', "&#34;");
+            body.contains(&html)
+        })
+    };
+    let (page, _) = walk_to(
+        &app.browser(),
+        "/s/demo?PROLIFIC_PID=piddemode&lang=de",
+        "situation",
+    );
+    assert!(shows(&page.body, &german), "{}", page.body);
+    assert!(!shows(&page.body, &english));
+    let (page, _) = walk_to(
+        &app.browser(),
+        "/s/demo?PROLIFIC_PID=piddemoen",
+        "situation",
+    );
+    assert!(shows(&page.body, &english), "{}", page.body);
+    // The switcher offers both.
+    let consent = app.browser().get("/s/demo/consent");
+    assert!(consent.body.contains(">Deutsch</a>") && consent.body.contains(">English</a>"));
+}
+
 on_both_backends!(
+    the_demo_study_runs_in_english_and_german,
     the_link_then_the_browser_then_the_default_chooses_the_language,
     a_catalogue_folder_adds_a_right_to_left_language,
     a_study_with_an_untranslated_situation_cannot_open_and_says_which,
