@@ -74,7 +74,7 @@ pub struct Timeline {
     pub buckets: Vec<(NaiveDateTime, i64)>,
 }
 
-/// The evidence counts on the monitor: one block, fed by [`evidence_counts`] alone, so more
+/// The evidence counts on the monitor: one block, fed by `evidence_counts` alone, so more
 /// signals (issue #15, point 3) join it there. Non-pilot participants.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct EvidenceCounts {
@@ -122,10 +122,11 @@ pub const FUNNEL_PAGES: [Page; 7] = [
 pub const MEDIAN_OF_LATEST: i64 = 2_000;
 
 pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
-    let (counts, funnel, withdrawn_live) = status_counts(conn, study)?;
+    let groups = scan(conn, study)?;
+    let (counts, funnel, withdrawn_live) = status_counts(&groups);
     let (situations, factors) = progress(conn, study)?;
     let median_seconds = median_seconds(conn, study)?;
-    let evidence = evidence_counts(conn, study)?;
+    let evidence = evidence_counts(&groups);
     let live = counts.active
         + counts.completed
         + counts.withdrawn
@@ -135,7 +136,18 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
         - counts.imported;
     let imported_only = counts.imported > 0 && live == 0 && study.opened_at.is_none();
     let latest = latest_completions(conn, study, imported_only)?;
-    let timeline = timeline(conn, study)?;
+    let timeline = match completion_edges(conn, study)? {
+        Some((first, last)) => {
+            let width = bucket_width(first, last);
+            timeline(
+                &completions_per_bucket(conn, study, width)?,
+                first,
+                last,
+                width,
+            )
+        }
+        None => Timeline::default(),
+    };
     Ok(Monitor {
         counts,
         situations,
@@ -150,40 +162,81 @@ pub fn load(conn: &mut DbConnection, study: &Study) -> QueryResult<Monitor> {
     })
 }
 
-/// Counts by status, the funnel and the live withdrawals, from one grouped scan of the study's
-/// participants (status, page, imported).
-fn status_counts(
-    conn: &mut DbConnection,
-    study: &Study,
-) -> QueryResult<(StatusCounts, Vec<FunnelStep>, i64)> {
+/// One group of the monitor's scan: participants alike in everything the page counts.
+#[derive(Debug, Clone, PartialEq, diesel::QueryableByName)]
+struct Group {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    status: ParticipantStatus,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    page: Page,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    imported: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pilot: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    straightline: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    fast: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    failed_check: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    honeypot: bool,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// The study's participants grouped by status, page, origin and flags: the counts, the funnel
+/// and the evidence block all come from this one scan (they were three scans, and each read
+/// every participant of the study: at 100,000 that is what the page costs).
+fn scan(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec<Group>> {
+    use diesel::sql_types::BigInt;
+    const COLUMNS: &str = "status, page, imported, pilot, flag_straightline AS straightline, \
+        flag_fast AS fast, flag_failed_check AS failed_check, flag_honeypot AS honeypot, \
+        COUNT(*) AS n";
+    const GROUPS: &str = "GROUP BY status, page, imported, pilot, flag_straightline, \
+        flag_fast, flag_failed_check, flag_honeypot";
+    let rows = match conn {
+        // SQLite picks an index of (study_id, status, …) for `study_id = ?` and then reads
+        // the rows in that index's order, all over the table (measured with sqlite3 on a
+        // generated 100,000: 0.2 s of system time, the pages read one by one); the
+        // (study_id, id) index reads them in table order.
+        DbConnection::Sqlite(c) => diesel::sql_query(format!(
+            "SELECT {COLUMNS} FROM participants INDEXED BY participants_study_id \
+             WHERE study_id = ?1 {GROUPS}"
+        ))
+        .bind::<BigInt, _>(study.id)
+        .load(c),
+        DbConnection::Postgresql(c) => diesel::sql_query(format!(
+            "SELECT {COLUMNS} FROM participants WHERE study_id = $1 {GROUPS}"
+        ))
+        .bind::<BigInt, _>(study.id)
+        .load(c),
+    };
+    rows.map_err(corrupt_row(
+        "participants",
+        format!("of study {}", study.id),
+    ))
+}
+
+/// Counts by status, the funnel and the live withdrawals.
+fn status_counts(groups: &[Group]) -> (StatusCounts, Vec<FunnelStep>, i64) {
     let mut counts = StatusCounts::default();
-    // "Active" counts from consent on (issue #14, point 6): a participant still on the consent
-    // page (made by an older version, when opening the link made one) has agreed to nothing.
-    let groups: Vec<(ParticipantStatus, Page, bool, i64)> = participants::table
-        .filter(participants::study_id.eq(study.id))
-        .filter(participants::page.ne(Page::Consent))
-        // Pilots count nowhere but in their own line (issue #13, point 4).
-        .filter(participants::pilot.eq(false))
-        .group_by((
-            participants::status,
-            participants::page,
-            participants::imported,
-        ))
-        .select((
-            participants::status,
-            participants::page,
-            participants::imported,
-            diesel::dsl::count_star(),
-        ))
-        .load(conn)
-        .map_err(corrupt_row(
-            "participants",
-            format!("of study {}", study.id),
-        ))?;
     let mut furthest: Vec<(usize, i64, bool)> = Vec::new();
     let mut withdrawn_live = 0;
-    for &(status, page, imported, n) in &groups {
-        let slot = match status {
+    for g in groups {
+        let n = g.n;
+        // Pilots count nowhere but in their own line (issue #13, point 4).
+        if g.pilot {
+            counts.pilot += n;
+            continue;
+        }
+        // "Active" counts from consent on (issue #14, point 6): a participant still on the
+        // consent page (made by an older version, when opening the link made one) has agreed
+        // to nothing.
+        if g.page == Page::Consent {
+            continue;
+        }
+        let slot = match g.status {
             ParticipantStatus::Active => &mut counts.active,
             ParticipantStatus::Completed => &mut counts.completed,
             ParticipantStatus::Withdrawn => &mut counts.withdrawn,
@@ -192,15 +245,15 @@ fn status_counts(
             ParticipantStatus::ScreenedOut => &mut counts.screened_out,
         };
         *slot += n;
-        if imported {
+        if g.imported {
             counts.imported += n;
             continue;
         }
         // The furthest page each live participant reached: where an active one is now, the
         // check for one who failed it there, the end for one who completed. Declined and
         // screened-out participants never got past consent; a withdrawal keeps no page.
-        let reached = match status {
-            ParticipantStatus::Active => FUNNEL_PAGES.iter().position(|p| *p == page),
+        let reached = match g.status {
+            ParticipantStatus::Active => FUNNEL_PAGES.iter().position(|p| *p == g.page),
             ParticipantStatus::FailedCheck => FUNNEL_PAGES.iter().position(|p| *p == Page::Check),
             ParticipantStatus::Completed => Some(FUNNEL_PAGES.len() - 1),
             ParticipantStatus::Withdrawn => {
@@ -210,7 +263,7 @@ fn status_counts(
             ParticipantStatus::NoConsent | ParticipantStatus::ScreenedOut => None,
         };
         if let Some(i) = reached {
-            furthest.push((i, n, status == ParticipantStatus::Active));
+            furthest.push((i, n, g.status == ParticipantStatus::Active));
         }
     }
     let funnel = FUNNEL_PAGES
@@ -226,12 +279,7 @@ fn status_counts(
                 .sum(),
         })
         .collect();
-    counts.pilot = participants::table
-        .filter(participants::study_id.eq(study.id))
-        .filter(participants::pilot.eq(true))
-        .count()
-        .get_result(conn)?;
-    Ok((counts, funnel, withdrawn_live))
+    (counts, funnel, withdrawn_live)
 }
 
 /// Key, emotion, factor, emotion position and factor index of each situation of the set.
@@ -320,49 +368,26 @@ fn median_seconds(conn: &mut DbConnection, study: &Study) -> QueryResult<Option<
     })
 }
 
-/// The evidence block's counts: one grouped scan over the flags and the status.
-pub fn evidence_counts(conn: &mut DbConnection, study: &Study) -> QueryResult<EvidenceCounts> {
-    let groups: Vec<(bool, bool, bool, bool, ParticipantStatus, i64)> = participants::table
-        .filter(participants::study_id.eq(study.id))
-        .filter(participants::pilot.eq(false))
-        .group_by((
-            participants::flag_straightline,
-            participants::flag_fast,
-            participants::flag_failed_check,
-            participants::flag_honeypot,
-            participants::status,
-        ))
-        .select((
-            participants::flag_straightline,
-            participants::flag_fast,
-            participants::flag_failed_check,
-            participants::flag_honeypot,
-            participants::status,
-            diesel::dsl::count_star(),
-        ))
-        .load(conn)
-        .map_err(corrupt_row(
-            "participants",
-            format!("of study {}", study.id),
-        ))?;
+/// The evidence block's counts (non-pilot participants, any page).
+fn evidence_counts(groups: &[Group]) -> EvidenceCounts {
     let mut e = EvidenceCounts::default();
-    for (straight, fast, check, honeypot, status, n) in groups {
-        if straight {
-            e.straightline += n;
+    for g in groups.iter().filter(|g| !g.pilot) {
+        if g.straightline {
+            e.straightline += g.n;
         }
-        if honeypot {
-            e.honeypot += n;
+        if g.honeypot {
+            e.honeypot += g.n;
         }
-        if fast {
-            e.fast += n;
+        if g.fast {
+            e.fast += g.n;
         }
-        if status == ParticipantStatus::FailedCheck {
-            e.failed_check_ended += n;
-        } else if check {
-            e.failed_check_continued += n;
+        if g.status == ParticipantStatus::FailedCheck {
+            e.failed_check_ended += g.n;
+        } else if g.failed_check {
+            e.failed_check_continued += g.n;
         }
     }
-    Ok(e)
+    e
 }
 
 /// Bucket widths for the completions chart: a minute up to a week.
@@ -378,18 +403,11 @@ const WIDTHS: [i64; 9] = [
     7 * 86_400,
 ];
 
-#[derive(diesel::QueryableByName)]
-struct BucketRow {
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    bucket: i64,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    n: i64,
-}
-
-/// Live completions over time: the first and last completion (the (study, completed_at)
-/// index), a width for at most [`TIMELINE_BUCKETS`] buckets, then one grouped scan.
-fn timeline(conn: &mut DbConnection, study: &Study) -> QueryResult<Timeline> {
-    use diesel::sql_types::{BigInt, Bool, Text};
+/// The first and last live completion (the (study, completed_at) index).
+fn completion_edges(
+    conn: &mut DbConnection,
+    study: &Study,
+) -> QueryResult<Option<(NaiveDateTime, NaiveDateTime)>> {
     let edge = |conn: &mut DbConnection, first: bool| {
         let q = participants::table
             .filter(participants::study_id.eq(study.id))
@@ -408,22 +426,45 @@ fn timeline(conn: &mut DbConnection, study: &Study) -> QueryResult<Timeline> {
             .optional()
             .map(Option::flatten)
     };
-    let (Some(first), Some(last)) = (edge(conn, true)?, edge(conn, false)?) else {
-        return Ok(Timeline::default());
-    };
+    Ok(match (edge(conn, true)?, edge(conn, false)?) {
+        (Some(first), Some(last)) => Some((first, last)),
+        _ => None,
+    })
+}
+
+/// The narrowest width that gives at most [`TIMELINE_BUCKETS`] buckets from `first` to `last`.
+fn bucket_width(first: NaiveDateTime, last: NaiveDateTime) -> i64 {
     let span = (last - first).num_seconds().max(1);
-    let width = WIDTHS
+    WIDTHS
         .into_iter()
         .find(|w| span / w < TIMELINE_BUCKETS)
-        .unwrap_or(WIDTHS[WIDTHS.len() - 1]);
+        .unwrap_or(WIDTHS[WIDTHS.len() - 1])
+}
+
+#[derive(diesel::QueryableByName)]
+struct BucketRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    bucket: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// Live completions per bucket of `width` seconds (completion time / width), one grouped scan.
+fn completions_per_bucket(
+    conn: &mut DbConnection,
+    study: &Study,
+    width: i64,
+) -> QueryResult<BTreeMap<i64, i64>> {
+    use diesel::sql_types::{BigInt, Bool, Text};
     let rows: Vec<BucketRow> = match conn {
+        // `unixepoch` rather than `strftime('%s')`: the same whole seconds, half the time
+        // (sqlite3 on a generated 100,000).
         DbConnection::Sqlite(c) => diesel::sql_query(
-            "SELECT CAST(strftime('%s', completed_at) AS INTEGER) / ?1 AS bucket, \
-                    COUNT(*) AS n \
+            "SELECT unixepoch(completed_at) / ?1 AS bucket, COUNT(*) AS n \
              FROM participants \
              WHERE study_id = ?2 AND status = ?3 AND completed_at IS NOT NULL \
                AND imported = ?4 AND pilot = ?4 \
-             GROUP BY bucket ORDER BY bucket",
+             GROUP BY bucket",
         )
         .bind::<BigInt, _>(width)
         .bind::<BigInt, _>(study.id)
@@ -436,7 +477,7 @@ fn timeline(conn: &mut DbConnection, study: &Study) -> QueryResult<Timeline> {
              FROM participants \
              WHERE study_id = $2 AND status = $3 AND completed_at IS NOT NULL \
                AND imported = $4 AND pilot = $4 \
-             GROUP BY bucket ORDER BY bucket",
+             GROUP BY bucket",
         )
         .bind::<BigInt, _>(width)
         .bind::<BigInt, _>(study.id)
@@ -444,20 +485,32 @@ fn timeline(conn: &mut DbConnection, study: &Study) -> QueryResult<Timeline> {
         .bind::<Bool, _>(false)
         .load(c)?,
     };
+    Ok(rows.into_iter().map(|r| (r.bucket, r.n)).collect())
+}
+
+/// Live completions over time, every bucket from the first completion's to the last's (empty
+/// ones 0). A completion that arrived between the edge lookups and the count falls past the
+/// last bucket and waits for the next load.
+fn timeline(
+    per_bucket: &BTreeMap<i64, i64>,
+    first: NaiveDateTime,
+    last: NaiveDateTime,
+    width: i64,
+) -> Timeline {
     let start = first.and_utc().timestamp() / width;
     let end = last.and_utc().timestamp() / width;
     let mut buckets = Vec::with_capacity(usize::try_from(end - start + 1).unwrap_or(0));
     for b in start..=end {
-        let n = rows.iter().find(|r| r.bucket == b).map_or(0, |r| r.n);
+        let n = per_bucket.get(&b).copied().unwrap_or(0);
         let at = chrono::DateTime::from_timestamp(b * width, 0)
             .map(|t| t.naive_utc())
             .unwrap_or(first);
         buckets.push((at, n));
     }
-    Ok(Timeline {
+    Timeline {
         width_seconds: width,
         buckets,
-    })
+    }
 }
 
 /// The ten latest live completions, newest first; of an imported study, its imported ones.
@@ -520,4 +573,111 @@ fn latest_completions(
             },
         )
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(status: ParticipantStatus, page: Page, n: i64) -> Group {
+        Group {
+            status,
+            page,
+            imported: false,
+            pilot: false,
+            straightline: false,
+            fast: false,
+            failed_check: false,
+            honeypot: false,
+            n,
+        }
+    }
+
+    fn at(seconds: i64) -> NaiveDateTime {
+        chrono::DateTime::from_timestamp(seconds, 0)
+            .map(|t| t.naive_utc())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn pilots_count_only_as_pilots_and_the_consent_page_counts_nowhere() {
+        let pilot = Group {
+            pilot: true,
+            ..group(ParticipantStatus::Completed, Page::Done, 3)
+        };
+        let groups = [
+            pilot,
+            group(ParticipantStatus::Active, Page::Consent, 5),
+            group(ParticipantStatus::Active, Page::Situation, 2),
+            group(ParticipantStatus::Completed, Page::Done, 7),
+            Group {
+                imported: true,
+                ..group(ParticipantStatus::Completed, Page::Done, 11)
+            },
+            group(ParticipantStatus::Withdrawn, Page::PanasBefore, 1),
+        ];
+        let (counts, funnel, withdrawn_live) = status_counts(&groups);
+        assert_eq!(counts.pilot, 3);
+        assert_eq!(counts.active, 2);
+        assert_eq!(counts.completed, 18);
+        assert_eq!(counts.imported, 11);
+        assert_eq!(counts.withdrawn, 1);
+        assert_eq!(withdrawn_live, 1);
+        // The funnel: live participants only; 2 are on the situation page, 7 reached the end.
+        let reached: Vec<i64> = funnel.iter().map(|s| s.reached).collect();
+        assert_eq!(reached, [9, 9, 9, 7, 7, 7, 7]);
+        let situation = funnel.iter().find(|s| s.page == Page::Situation);
+        assert_eq!(situation.map(|s| s.here_now), Some(2));
+    }
+
+    #[test]
+    fn the_evidence_block_skips_pilots_and_tells_a_failed_check_that_ended_from_one_that_went_on() {
+        let groups = [
+            Group {
+                failed_check: true,
+                fast: true,
+                ..group(ParticipantStatus::Completed, Page::Done, 4)
+            },
+            Group {
+                failed_check: true,
+                ..group(ParticipantStatus::FailedCheck, Page::Check, 2)
+            },
+            Group {
+                honeypot: true,
+                straightline: true,
+                pilot: true,
+                ..group(ParticipantStatus::Completed, Page::Done, 9)
+            },
+            Group {
+                honeypot: true,
+                ..group(ParticipantStatus::Active, Page::Consent, 1)
+            },
+        ];
+        let e = evidence_counts(&groups);
+        assert_eq!(e.failed_check_continued, 4);
+        assert_eq!(e.failed_check_ended, 2);
+        assert_eq!(e.fast, 4);
+        assert_eq!(e.honeypot, 1);
+        assert_eq!(e.straightline, 0);
+    }
+
+    #[test]
+    fn the_timeline_fills_empty_buckets_and_leaves_a_late_completion_for_the_next_load() {
+        let width = bucket_width(at(0), at(600));
+        assert_eq!(width, 60);
+        // Bucket 11: completed after the edges were read, past the last bucket.
+        let per_bucket = BTreeMap::from([(0, 3), (10, 4), (11, 5)]);
+        let t = timeline(&per_bucket, at(0), at(600), width);
+        assert_eq!(t.width_seconds, 60);
+        let counts: Vec<i64> = t.buckets.iter().map(|b| b.1).collect();
+        assert_eq!(counts, [3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]);
+        assert_eq!(t.buckets.first().map(|b| b.0), Some(at(0)));
+        assert_eq!(t.buckets.last().map(|b| b.0), Some(at(600)));
+    }
+
+    #[test]
+    fn a_span_of_years_is_bucketed_by_weeks_at_most() {
+        assert_eq!(bucket_width(at(0), at(0)), 60);
+        assert_eq!(bucket_width(at(0), at(3 * 365 * 86_400)), 7 * 86_400);
+    }
 }
