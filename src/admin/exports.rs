@@ -14,10 +14,7 @@ use tokio::sync::mpsc;
 use super::{Researcher, actor};
 use crate::app::exports::{self, ExportKind};
 use crate::export::Cells;
-use crate::store::{
-    cohorts::{Selection, StatusFilter},
-    studies,
-};
+use crate::store::{cohorts::StatusFilter, studies};
 use crate::web::error::AppError;
 use crate::web::state::AppState;
 
@@ -72,9 +69,11 @@ pub struct ExportQuery {
     raw: Option<String>,
     /// `1`: pilot participants too (left out by default).
     pilot: Option<String>,
+    /// Only the participants who took the study in this language (#20), one of the study's.
+    language: Option<String>,
 }
 
-/// `GET /admin/studies/{study}/export/{long|wide|codebook}.csv[?status=completed|all][&raw=1][&pilot=1]`
+/// `GET /admin/studies/{study}/export/{long|wide|codebook}.csv[?status=completed|all][&raw=1][&pilot=1][&language=TAG]`
 pub async fn download(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -105,10 +104,8 @@ pub async fn download(
         Some("1" | "true") => true,
         Some(_) => return Err(AppError::BadRequest("pilot must be 1 or 0".into())),
     };
-    let filter = Selection {
-        status: filter,
-        pilots,
-    };
+    let status = filter;
+    let language = query.language.clone().filter(|l| !l.trim().is_empty());
     let cells = match query.raw.as_deref() {
         None | Some("" | "0" | "false") => Cells::Neutralised,
         Some("1" | "true") => Cells::Raw,
@@ -122,6 +119,20 @@ pub async fn download(
     {
         return Err(AppError::NotFound);
     }
+    // A language the study lacks is refused here, before the response starts streaming.
+    let (s2, l2) = (slug.clone(), language.clone());
+    let checked = state
+        .db(move |conn| {
+            let filter = exports::Filter {
+                status,
+                pilots,
+                language: l2.as_deref(),
+            };
+            Ok(exports::selection(conn, &s2, filter).map(|_| ()))
+        })
+        .await?;
+    // An invalid language is a 400 naming the study's languages (`AppError::from`).
+    checked?;
     let mut head = HttpResponse::Ok()
         .content_type("text/csv; charset=utf-8")
         .insert_header((
@@ -148,6 +159,11 @@ pub async fn download(
             .get()
             .map_err(|e| e.to_string())
             .and_then(|mut conn| {
+                let filter = exports::Filter {
+                    status,
+                    pilots,
+                    language: language.as_deref(),
+                };
                 exports::export(&mut conn, &s2, kind, filter, cells, &who, &mut writer)
                     .map_err(|e| e.to_string())
             })

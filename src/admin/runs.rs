@@ -61,6 +61,16 @@ pub async fn providers(state: web::Data<AppState>, admin: Admin) -> Result<HttpR
 pub struct RunRow {
     pub run: Run,
     pub progress: Progress,
+    /// The run's language tag, or "study default" (#20).
+    pub language: String,
+}
+
+/// How a run's language reads on the pages: its tag, or "study default" when it named none.
+/// A stored language that is not a tag is an error, as everywhere.
+fn language_label(run: &Run) -> Result<String, StoreError> {
+    Ok(run
+        .language()?
+        .map_or_else(|| "study default".to_owned(), String::from))
 }
 
 #[derive(Template)]
@@ -76,7 +86,12 @@ pub async fn list(state: web::Data<AppState>, admin: Admin) -> Result<HttpRespon
             let mut out = Vec::new();
             for run in runs::list(conn)? {
                 let progress = runs::progress(conn, run.id)?;
-                out.push(RunRow { run, progress });
+                let language = language_label(&run)?;
+                out.push(RunRow {
+                    run,
+                    progress,
+                    language,
+                });
             }
             Ok(out)
         })
@@ -101,6 +116,8 @@ pub struct RunForm {
     pub protocol: String,
     /// Valences to take, comma-separated (#18); empty for all.
     pub valence: String,
+    /// One of the study's language tags (#20); empty for its default.
+    pub language: String,
 }
 
 impl RunForm {
@@ -187,6 +204,7 @@ pub async fn new_form(
         temperature: "0".into(),
         protocol: Protocol::Paper.as_str().into(),
         valence: String::new(),
+        language: String::new(),
     };
     form_page(
         &state,
@@ -214,6 +232,7 @@ fn read_form(fields: &[(String, String)]) -> RunForm {
         temperature: g("temperature"),
         protocol: g("protocol"),
         valence: g("valence"),
+        language: g("language"),
     }
 }
 
@@ -300,6 +319,8 @@ fn request_of(form: &RunForm) -> Result<RunRequest, Vec<String>> {
         default_repeats,
         selection,
         seed,
+        // Checked against the study's languages by the use case, as `run --language` is.
+        language: (!form.language.is_empty()).then(|| form.language.clone()),
         params: RunParams {
             temperature,
             protocol,
@@ -399,6 +420,8 @@ struct RunPage {
     latest: Vec<TrialRecord>,
     /// What the run's requests leave out or change, recorded when it was made.
     notes: Vec<String>,
+    /// The language it asks in (see [`language_label`]).
+    language: String,
 }
 
 pub async fn show(
@@ -415,6 +438,7 @@ pub async fn show(
         })
         .await?;
     let notes = app::runs::recorded_notes(&run)?;
+    let language = language_label(&run)?;
     let attempts = progress.finished() + progress.parse_failures;
     let parse_failure_percent = if attempts > 0 {
         format!(
@@ -432,6 +456,7 @@ pub async fn show(
         parse_failure_percent,
         latest,
         notes,
+        language,
     })
 }
 

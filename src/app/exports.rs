@@ -28,6 +28,45 @@ impl ExportKind {
     }
 }
 
+/// Which participants an export asks for: the store's selection by status and pilots, and
+/// a language tag (#20, `--language`) that must be one of the study's.
+#[derive(Debug, Clone, Copy)]
+pub struct Filter<'a> {
+    pub status: store::cohorts::StatusFilter,
+    pub pilots: bool,
+    /// Only those who took the study in this language; the study's default takes in the
+    /// participants without a recorded language too (they saw its texts).
+    pub language: Option<&'a str>,
+}
+
+/// The store's selection for `filter`, the language checked against the study's (a page
+/// checks it before streaming, so a refusal is an error page, not a cut-off file).
+pub fn selection(
+    conn: &mut DbConnection,
+    slug: &str,
+    filter: Filter<'_>,
+) -> Result<store::cohorts::Selection> {
+    let language = match filter.language {
+        None => None,
+        Some(asked) => {
+            let study = studies::load(conn, slug)
+                .map_err(StoreError::from)?
+                .ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
+            super::runs::study_language(&study, Some(asked))?.map(|tag| {
+                store::cohorts::LanguageFilter {
+                    with_unrecorded: study.languages().first() == Some(&tag),
+                    tag,
+                }
+            })
+        }
+    };
+    Ok(store::cohorts::Selection {
+        status: filter.status,
+        pilots: filter.pilots,
+        language,
+    })
+}
+
 /// Streams one export of the study `slug` into `out` and records it in the audit log. Text
 /// cells are formula-neutralised unless `cells` is `Raw` (see `export::cells`); the audit entry
 /// says which.
@@ -36,7 +75,7 @@ pub fn export(
     conn: &mut DbConnection,
     slug: &str,
     kind: ExportKind,
-    filter: store::cohorts::Selection,
+    filter: Filter<'_>,
     cells: crate::export::Cells,
     actor: &audit::Actor,
     out: impl std::io::Write,
@@ -44,6 +83,8 @@ pub fn export(
     let study = studies::find(conn, slug)
         .map_err(StoreError::from)?
         .ok_or_else(|| Error::NoStudy(slug.to_owned()))?;
+    let filter = selection(conn, slug, filter)?;
+    let language = filter.language.as_ref().map(|l| l.tag.to_string());
     let stats = match kind {
         ExportKind::Long => crate::export::write_long(conn, study.id, filter, cells, out)?,
         ExportKind::Wide => {
@@ -73,6 +114,7 @@ pub fn export(
             "rows": stats.rows,
             "participants": stats.participants,
             "raw_cells": cells == crate::export::Cells::Raw,
+            "language": language,
         })),
     )
     .map_err(StoreError::from)?;

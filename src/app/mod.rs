@@ -14,6 +14,7 @@ pub mod imports;
 pub mod prolific;
 pub mod report;
 mod report_groups;
+mod report_languages;
 pub mod runs;
 pub mod studies;
 pub mod survey;

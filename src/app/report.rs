@@ -168,7 +168,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true));
     let epoch = epoch.as_deref();
     let sources = run_sources(conn, &study, instrument_id, &cohort_names, &filter, epoch)?;
-    let (mut models, model_responses, model_rows, personas) = model_inputs(
+    let (mut models, model_responses, model_rows, personas, runs_of) = model_inputs(
         conn,
         &study,
         instrument_id,
@@ -177,37 +177,30 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         (&factor_of, &key_of),
         &scorer,
     )?;
+    let by_language = super::report_languages::section(
+        conn,
+        &study,
+        &layout.categories,
+        super::report_languages::Observed {
+            humans: humans_answer_it.then_some((humans.as_slice(), scored.as_slice())),
+            models: &models,
+            runs_of: &runs_of,
+        },
+        |t| !variants.is_variant(t),
+        options,
+    )?;
     let valence = variants.compare(&mut models, &layout.categories, options.alpha);
-    let humans_from = match (humans_answer_it, request.split) {
-        (false, _) => format!(
-            "no humans: they answered {}, not {}",
-            instruments::get(conn, study.instrument_id)?.key,
-            instrument.key
-        ),
-        (true, None) => "all completed participants".to_owned(),
-        (true, Some(side)) => format!(
-            "the completed participants on the {} side of the study's split",
-            side.as_str()
-        ),
-    };
-    let humans_from = if humans_answer_it {
-        format!("{humans_from}{}", rules_note(&stored_rules))
-    } else {
-        humans_from
-    };
+    let humans_from = humans_from(
+        conn,
+        (&study, request),
+        (&instrument, humans_answer_it),
+        &stored_rules,
+    )?;
     let compare = (request.runs.len() == 2).then_some((0, 1));
     let with_humans = !humans.is_empty();
-    let census = if humans_answer_it {
-        Some(human_census(
-            conn,
-            &study,
-            request,
-            (humans.len(), &by_rules),
-            epoch,
-        )?)
-    } else {
-        None
-    };
+    let census = humans_answer_it
+        .then(|| human_census(conn, &study, request, (humans.len(), &by_rules), epoch))
+        .transpose()?;
     let inputs: Vec<provenance::Input> = with_humans
         .then(|| provenance::input("humans", "participants", human_rows))
         .into_iter()
@@ -245,6 +238,7 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         cohort.psychometrics = Some(psychometrics(&keying, &responses));
     }
     report.valence = valence;
+    report.by_language = by_language;
     report.groups = groups::comparisons(conn, &study, &instrument, &report, &scored, personas)?;
     report.provenance = Some(Provenance {
         software: Software::labelled(request.build_label.as_deref()),
@@ -261,6 +255,31 @@ pub fn report(conn: &mut DbConnection, request: &ReportRequest) -> Result<Report
         humans: census,
     });
     Ok(report)
+}
+
+/// The report header's words on which humans it includes (none when they answered another
+/// instrument than the report's), with the study's exclusion rules.
+fn humans_from(
+    conn: &mut DbConnection,
+    (study, request): (&Study, &ReportRequest),
+    (instrument, humans_answer_it): (&Instrument, bool),
+    stored_rules: &store::evidence::StoredRules,
+) -> Result<String> {
+    if !humans_answer_it {
+        return Ok(format!(
+            "no humans: they answered {}, not {}",
+            instruments::get(conn, study.instrument_id)?.key,
+            instrument.key
+        ));
+    }
+    let which = match request.split {
+        None => "all completed participants".to_owned(),
+        Some(side) => format!(
+            "the completed participants on the {} side of the study's split",
+            side.as_str()
+        ),
+    };
+    Ok(format!("{which}{}", rules_note(stored_rules)))
 }
 
 fn rfc3339(t: chrono::NaiveDateTime) -> String {
@@ -368,6 +387,17 @@ fn human_census(
     ))
 }
 
+/// A run's language as the methods block states it: its own, else the study's default when the
+/// study has several (a run that named none asked in it); nothing in a study of one language.
+fn run_language_note(run: &runs::Run, study: &Study) -> Result<Option<String>> {
+    let langs = study.languages();
+    Ok(match (run.language()?, langs) {
+        (Some(l), _) => Some(l.to_string()),
+        (None, [default, _, ..]) => Some(format!("{default} (the study's default)")),
+        (None, _) => None,
+    })
+}
+
 /// Each model cohort's runs as the methods block names them.
 fn run_sources(
     conn: &mut DbConnection,
@@ -408,6 +438,7 @@ fn run_sources(
             model: run.model.clone(),
             provider: run.provider.clone(),
             template: run.template.clone(),
+            language: run_language_note(&run, study)?,
             temperature: params.map(|p| p.temperature),
             top_p: params.map(|p| p.top_p),
             seed: run.seed,
@@ -498,11 +529,14 @@ impl Variants {
     ) -> Option<valence::Comparison> {
         let section = valence::compare(&self.members, models, categories, alpha);
         for m in models {
-            m.trials.retain(|t| {
-                !matches!(t.condition, Condition::Evoked { situation, .. } if self.ids.contains(&situation))
-            });
+            m.trials.retain(|t| !self.is_variant(t));
         }
         section
+    }
+
+    /// A trial on a variant: left out of every table but the valence section's.
+    fn is_variant(&self, t: &Trial) -> bool {
+        matches!(t.condition, Condition::Evoked { situation, .. } if self.ids.contains(&situation))
     }
 }
 
@@ -747,16 +781,18 @@ fn model_inputs(
     let mut responses: Vec<Vec<Response>> = vec![Vec::new(); inputs.len()];
     let mut lines: Vec<Vec<String>> = vec![Vec::new(); inputs.len()];
     let mut personas: Vec<Vec<Member>> = vec![Vec::new(); inputs.len()];
+    let mut runs_of: Vec<Vec<store::RunId>> = vec![Vec::new(); inputs.len()];
     for row in store::report::trials(conn, study.id, instrument_id, filter)? {
         let cohort = match filter {
             TrialFilter::Models(names) => names.iter().position(|m| *m == row.model),
             TrialFilter::Runs(ids) => ids.iter().position(|r| *r == row.run_id),
         };
-        let (Some(input), Some(answered), Some(read), Some(members)) = (
+        let (Some(input), Some(answered), Some(read), Some(members), Some(run_of)) = (
             cohort.and_then(|c| inputs.get_mut(c)),
             cohort.and_then(|c| responses.get_mut(c)),
             cohort.and_then(|c| lines.get_mut(c)),
             cohort.and_then(|c| personas.get_mut(c)),
+            cohort.and_then(|c| runs_of.get_mut(c)),
         ) else {
             continue;
         };
@@ -815,6 +851,7 @@ fn model_inputs(
                 condition: Condition::Default,
                 scores: Some(before),
             });
+            run_of.push(row.run_id);
         }
         if let (Some(scores), Some(answers)) = (&scores, row.scores) {
             answered.push(Response {
@@ -830,16 +867,19 @@ fn model_inputs(
             });
         }
         input.trials.push(Trial { condition, scores });
+        run_of.push(row.run_id);
     }
-    Ok((inputs, responses, lines, personas))
+    Ok((inputs, responses, lines, personas, runs_of))
 }
 
-/// The model cohorts, their responses and their canonical lines (see [`model_inputs`]).
+/// The model cohorts, their responses and their canonical lines (see [`model_inputs`]), the
+/// persona trials' members, and each cohort's trials' runs (index for index).
 type ModelParts = (
     Vec<ModelInput>,
     Vec<Vec<Response>>,
     Vec<Vec<String>>,
     Vec<Vec<Member>>,
+    Vec<Vec<store::RunId>>,
 );
 
 /// What the report page offers to choose from: the study's models (on the chosen instrument),
@@ -847,7 +887,8 @@ type ModelParts = (
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choices {
     pub models: Vec<String>,
-    /// Run id and a label (`run 3: gpt-4 [eb-code] on PANAS`), newest first.
+    /// Run id and a label (`run 3: gpt-4 [eb-code] on PANAS`, then ` in de` for a run in a
+    /// language), newest first.
     pub runs: Vec<(store::RunId, String)>,
     /// Instrument keys, the study's own first.
     pub instruments: Vec<String>,
@@ -866,9 +907,15 @@ pub fn choices(conn: &mut DbConnection, slug: &str, instrument: Option<&str>) ->
         .filter(|r| r.study_id == Some(study.id))
     {
         let key = instruments::get(conn, run.instrument_id)?.key;
+        let language = run
+            .language()?
+            .map_or_else(String::new, |l| format!(" in {l}"));
         runs.push((
             run.id,
-            format!("run {}: {} [{}] on {key}", run.id, run.model, run.template),
+            format!(
+                "run {}: {} [{}] on {key}{language}",
+                run.id, run.model, run.template
+            ),
         ));
         if !keys.contains(&key) {
             keys.push(key);

@@ -7,6 +7,7 @@ use std::path::Path;
 use super::error::{Error, Result, invalid};
 use crate::config::Settings;
 use crate::domain::instrument::Instrument;
+use crate::domain::language::Lang;
 use crate::domain::prompt::canonical_order;
 use crate::domain::prompt::{ChatMessage, Measure, Template, parse_custom_template, render};
 use crate::domain::protocol::{Persona, Protocol};
@@ -135,6 +136,9 @@ pub struct RunRequest {
     pub selection: Selection,
     pub seed: Option<u64>,
     pub params: RunParams,
+    /// One of the study's languages (#20, `--language`): every trial's situation in its text in
+    /// that language, as `prompt show --language` shows it. `None`: the study's default.
+    pub language: Option<String>,
 }
 
 /// A created run.
@@ -144,6 +148,8 @@ pub struct Created {
     pub trials: usize,
     pub seed: u64,
     pub instrument: String,
+    /// The language the run asks in, when one was named.
+    pub language: Option<crate::domain::language::Lang>,
     /// The emotion whose situations an emotion-specific scale took by default.
     pub scale_emotion: Option<&'static str>,
     /// Where the model's requests differ from what was asked (a model that takes no
@@ -191,6 +197,7 @@ pub fn create(
         )));
     }
     let study = study(conn, &req.study)?;
+    let language = study_language(&study, req.language.as_deref())?;
     let (instrument_id, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
     if instrument.is_free_text() && protocol != Protocol::Paper {
         return Err(invalid(format!(
@@ -202,7 +209,7 @@ pub fn create(
         return create_persona(
             conn,
             settings,
-            req,
+            (req, language),
             &study,
             (instrument_id, instrument),
             actor,
@@ -273,6 +280,7 @@ pub fn create(
         ),
     };
     let trials = new_trials(&plan, &chosen);
+    check_texts(conn, &study, set, language.as_ref(), &trials)?;
     let shape = Shape {
         set,
         template,
@@ -280,6 +288,7 @@ pub fn create(
         default_repeats,
         seed,
         free_text: instrument.is_free_text(),
+        language: language.clone(),
     };
     let (new, notes) = new_run(provider, req, &study, instrument_id, shape)?;
     let run = insert(conn, provider, req, &new, &trials, actor)?;
@@ -295,8 +304,46 @@ pub fn create(
             .target_emotion()
             .filter(|_| whole_set && req.repeats > 0),
         instrument: instrument.key,
+        language,
         notes,
     })
+}
+
+/// Refuses a run in a language other than the study's default when a situation one of its
+/// trials shows has no text in it, naming the situations (the runner would fail those trials).
+fn check_texts(
+    conn: &mut DbConnection,
+    study: &Study,
+    set: Option<SituationSetId>,
+    language: Option<&Lang>,
+    trials: &[NewTrial],
+) -> Result<()> {
+    // Without a set (a run of default-measure trials only) no situation is shown.
+    let (Some(set), Some(lang)) = (
+        set,
+        crate::domain::language::translation(language, study.languages()),
+    ) else {
+        return Ok(());
+    };
+    let missing: Vec<String> = situation_texts::missing(conn, set, std::slice::from_ref(lang))
+        .map_err(crate::store::StoreError::from)?
+        .into_iter()
+        .map(|(_, key)| key)
+        .filter(|key| trials.iter().any(|t| t.situation_key == *key))
+        .collect();
+    match missing.as_slice() {
+        [] => Ok(()),
+        [one] => Err(invalid(format!(
+            "the situation {one} has no text in {lang} (import the set's texts in {lang} with \
+             `emotionbench import situations FILE --set NAME --language {lang}`)"
+        ))),
+        many => Err(invalid(format!(
+            "{} situations of the run have no text in {lang}: {} (import the set's texts in \
+             {lang} with `emotionbench import situations FILE --set NAME --language {lang}`)",
+            many.len(),
+            many.join(", ")
+        ))),
+    }
 }
 
 /// The rows of planned trials over the run's situations.
@@ -323,6 +370,8 @@ struct Shape {
     seed: u64,
     /// A free-text task's run: worded by the task, not a template.
     free_text: bool,
+    /// The language asked for (recorded even when it is the study's default).
+    language: Option<Lang>,
 }
 
 /// The run row and the notes on what its requests send.
@@ -366,6 +415,7 @@ fn new_run(
         default_repeats: i32::try_from(shape.default_repeats)
             .map_err(|_| invalid("too many default repeats"))?,
         seed: shape.seed as i64,
+        language: shape.language.map(String::from),
     };
     Ok((new, notes))
 }
@@ -392,6 +442,7 @@ fn insert(
                 "provider": req.provider,
                 "model": req.model,
                 "protocol": req.params.protocol,
+                "language": new.language,
                 "trials": trials.len(),
             })),
         )?;
@@ -404,7 +455,7 @@ fn insert(
 fn create_persona(
     conn: &mut DbConnection,
     settings: &Settings,
-    req: &RunRequest,
+    (req, language): (&RunRequest, Option<Lang>),
     study: &Study,
     (instrument_id, instrument): (InstrumentId, Instrument),
     actor: &audit::Actor,
@@ -424,6 +475,7 @@ fn create_persona(
     let seed = req.seed.unwrap_or_else(|| u64::from(rand::random::<u32>())) & (i64::MAX as u64);
     let plan = plan_personas(seats);
     let trials = new_trials(&plan, &situations);
+    check_texts(conn, study, Some(set), language.as_ref(), &trials)?;
     let shape = Shape {
         set: Some(set),
         template: Template::EbCode,
@@ -431,6 +483,7 @@ fn create_persona(
         default_repeats: 0,
         seed,
         free_text: false,
+        language: language.clone(),
     };
     let (new, notes) = new_run(provider, req, study, instrument_id, shape)?;
     let run = insert(conn, provider, req, &new, &trials, actor)?;
@@ -440,6 +493,7 @@ fn create_persona(
         seed,
         scale_emotion: None,
         instrument: instrument.key,
+        language,
         notes,
     })
 }
@@ -618,16 +672,13 @@ pub struct PromptRequest {
     pub language: Option<String>,
 }
 
-/// The language a prompt is asked for, when it is one of the study's other languages (the
-/// default's texts are the set's own); refused when the study does not have it.
-fn prompt_language(
-    study: &crate::store::studies::Study,
-    asked: Option<&str>,
-) -> Result<Option<crate::domain::language::Lang>> {
+/// The language asked for (`--language`), checked: one of the study's, else refused naming
+/// them. Runs, prompts and exports all check it so.
+pub(crate) fn study_language(study: &Study, asked: Option<&str>) -> Result<Option<Lang>> {
     let Some(asked) = asked else {
         return Ok(None);
     };
-    let lang = crate::domain::language::Lang::parse(asked).map_err(invalid)?;
+    let lang = Lang::parse(asked).map_err(invalid)?;
     let langs = study.languages();
     if !langs.contains(&lang) {
         let list: Vec<&str> = langs.iter().map(|l| l.as_str()).collect();
@@ -637,7 +688,14 @@ fn prompt_language(
             list.join(", ")
         )));
     }
-    Ok((langs.first() != Some(&lang)).then_some(lang))
+    Ok(Some(lang))
+}
+
+/// The language a prompt is asked for, when it is one of the study's other languages (the
+/// default's texts are the set's own); refused when the study does not have it.
+fn prompt_language(study: &Study, asked: Option<&str>) -> Result<Option<Lang>> {
+    let lang = study_language(study, asked)?;
+    Ok(crate::domain::language::translation(lang.as_ref(), study.languages()).cloned())
 }
 
 /// The exact messages of one trial.

@@ -152,6 +152,7 @@ fn bench(settings: &mut Settings, args: &BenchArgs, dir: &std::path::Path) -> an
                 selection: Selection::All,
                 seed: Some(1),
                 params: RunParams::default(),
+                language: None,
             },
             &Actor::Cli,
         )?

@@ -9,7 +9,7 @@ use emotionbench::export::finetune::FinetuneFormat;
 use emotionbench::export::{Cells, ExportStats};
 use emotionbench::store::DbConnection;
 use emotionbench::store::audit::Actor;
-use emotionbench::store::cohorts::{Selection, StatusFilter};
+use emotionbench::store::cohorts::StatusFilter;
 
 use emotionbench::Settings;
 
@@ -27,6 +27,11 @@ pub struct ExportArgs {
     /// Include pilot participants (made through the study's pilot link; left out by default).
     #[arg(long)]
     include_pilot: bool,
+    /// long, wide: only the participants who took the study in this language, one of the
+    /// study's (a tag such as de; issue #20). The default language takes in those without a
+    /// recorded language too (imported, or from before languages: they saw its texts).
+    #[arg(long, value_name = "TAG")]
+    language: Option<String>,
     /// finetune: which side of the split.
     #[arg(long, value_enum, default_value_t = Side::Train)]
     split: Side,
@@ -61,6 +66,9 @@ pub fn run(settings: &Settings, args: ExportArgs) -> anyhow::Result<()> {
     let pool = db::reading(settings)?;
     let mut conn = pool.get()?;
     if args.what == ExportKind::Finetune {
+        if args.language.is_some() {
+            anyhow::bail!("--language selects the participants of the long and wide exports");
+        }
         return finetune(&mut conn, &args);
     }
     let stats = match &args.output {
@@ -71,10 +79,7 @@ pub fn run(settings: &Settings, args: ExportArgs) -> anyhow::Result<()> {
                 &mut conn,
                 &args.study,
                 args.what,
-                Selection {
-                    status: args.status,
-                    pilots: args.include_pilot,
-                },
+                filter(&args),
                 Cells::raw_if(args.raw_cells),
                 &Actor::Cli,
                 out,
@@ -92,6 +97,14 @@ pub fn run(settings: &Settings, args: ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn filter(args: &ExportArgs) -> exports::Filter<'_> {
+    exports::Filter {
+        status: args.status,
+        pilots: args.include_pilot,
+        language: args.language.as_deref(),
+    }
+}
+
 /// Written as FILE.partial and renamed when complete: an interrupted export (even kill -9)
 /// never leaves a file that looks finished.
 fn to_file(conn: &mut DbConnection, args: &ExportArgs, path: &Path) -> anyhow::Result<ExportStats> {
@@ -105,10 +118,7 @@ fn to_file(conn: &mut DbConnection, args: &ExportArgs, path: &Path) -> anyhow::R
         conn,
         &args.study,
         args.what,
-        Selection {
-            status: args.status,
-            pilots: args.include_pilot,
-        },
+        filter(args),
         Cells::raw_if(args.raw_cells),
         &Actor::Cli,
         &mut out,

@@ -54,6 +54,11 @@ pub struct RunArgs {
     /// Seed of the item orders (random when omitted; stored with the run).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// One of the study's languages (a tag such as de): every trial shows the situations'
+    /// texts in it, as `prompt show --language` prints them (issue #20; default: the study's
+    /// default language). Refused when the study lacks it or a situation has no text in it.
+    #[arg(long, value_name = "TAG")]
+    pub language: Option<String>,
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
     #[arg(long, default_value_t = 1.0)]
@@ -218,6 +223,7 @@ pub fn run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
             .parse::<Selection>()
             .map_err(anyhow::Error::msg)?,
         seed: args.seed,
+        language: args.language,
         params: RunParams {
             temperature: args.temperature,
             top_p: args.top_p,
@@ -240,8 +246,13 @@ pub fn run(settings: Settings, args: RunArgs) -> anyhow::Result<()> {
         let mut conn = pool.get()?;
         setup::create(&mut conn, &settings, &request, &Actor::Cli)?
     };
+    let language = created
+        .language
+        .as_ref()
+        .map(|l| format!(", language {l}"))
+        .unwrap_or_default();
     println!(
-        "run {} created: {} trials, seed {}, instrument {}",
+        "run {} created: {} trials, seed {}, instrument {}{language}",
         created.run, created.trials, created.seed, created.instrument
     );
     for note in &created.notes {
@@ -431,14 +442,16 @@ fn list(settings: &Settings) -> anyhow::Result<()> {
     let pool = db::reading(settings)?;
     let mut conn = pool.get()?;
     println!(
-        "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
-        "ID", "STATUS", "PROVIDER", "MODEL", "TEMPLATE", "TRIALS", "DONE", "FAILED"
+        "{:>5}  {:<10} {:<12} {:<24} {:<10} {:<8} {:>7} {:>6} {:>6}",
+        "ID", "STATUS", "PROVIDER", "MODEL", "TEMPLATE", "LANGUAGE", "TRIALS", "DONE", "FAILED"
     );
     for r in runs::list(&mut conn)? {
         let p = runs::progress(&mut conn, r.id)?;
+        // `-`: the study's default language.
+        let language = r.language()?.map_or_else(|| "-".to_owned(), String::from);
         println!(
-            "{:>5}  {:<10} {:<12} {:<24} {:<10} {:>7} {:>6} {:>6}",
-            r.id, r.status, r.provider, r.model, r.template, p.total, p.done, p.failed
+            "{:>5}  {:<10} {:<12} {:<24} {:<10} {:<8} {:>7} {:>6} {:>6}",
+            r.id, r.status, r.provider, r.model, r.template, language, p.total, p.done, p.failed
         );
     }
     Ok(())
@@ -463,6 +476,10 @@ fn show(settings: &Settings, run: RunId, trials: bool) -> anyhow::Result<()> {
     println!("provider:   {} / model {}", r.provider, r.model);
     println!("template:   {}", r.template);
     println!("protocol:   {} ({})", r.protocol(), r.protocol().describe());
+    match r.language()? {
+        Some(l) => println!("language:   {l}"),
+        None => println!("language:   the study's default"),
+    }
     println!("params:     {}", r.params.to_text()?);
     if let Some(limit) = r
         .params

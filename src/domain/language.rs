@@ -207,6 +207,13 @@ pub fn choose<'a>(
         .or_else(|| offered.first())
 }
 
+/// The language whose stored translations a prompt in `asked` reads (#20): `None` when none
+/// was asked or it is the study's default (`offered`'s first), whose texts are the set's own.
+/// Model runs and `prompt show` both go by it, so what one shows is what the other sends.
+pub fn translation<'a>(asked: Option<&'a Lang>, offered: &[Lang]) -> Option<&'a Lang> {
+    asked.filter(|l| offered.first() != Some(*l))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +266,15 @@ mod tests {
         let got = accept_language("fr;q=0.4, de-AT , zh;q=0.9, en;q=0, *;q=0.1, ???");
         assert_eq!(got, langs(&["de-AT", "zh", "fr"]));
         assert!(accept_language("").is_empty());
+    }
+
+    #[test]
+    fn only_a_language_other_than_the_default_reads_translations() {
+        let offered = langs(&["en", "de"]);
+        let de = Lang::parse("de").unwrap();
+        assert_eq!(translation(Some(&de), &offered), Some(&de));
+        assert_eq!(translation(Some(&Lang::english()), &offered), None);
+        assert_eq!(translation(None, &offered), None);
     }
 
     #[test]

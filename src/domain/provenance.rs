@@ -102,6 +102,11 @@ pub struct RunSource {
     pub model: String,
     pub provider: String,
     pub template: String,
+    /// The language the run asked in (#20), as the methods block states it (`de`, or `en (the
+    /// study's default)` for a run that named none in a study of several languages); `None`
+    /// in a study of one language, whose runs all ask in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
     /// `None` for imported results: no request was sent, the parameters are not known.
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
@@ -339,13 +344,16 @@ pub fn lines(p: &Provenance, scoring: &str) -> Vec<String> {
             .iter()
             .map(|r| {
                 format!(
-                    "run {} ({}; model {}, provider {}, template {}, temperature {}, top-p {}, \
+                    "run {} ({}; model {}, provider {}, template {}, {}temperature {}, top-p {}, \
                      seed {}, item order {}; {}; {} trials done, {} failed)",
                     r.run,
                     r.source,
                     r.model,
                     r.provider,
                     r.template,
+                    r.language
+                        .as_ref()
+                        .map_or_else(String::new, |l| format!("language {l}, ")),
                     opt(r.temperature),
                     opt(r.top_p),
                     r.seed,

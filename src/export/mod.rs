@@ -11,6 +11,7 @@
 //! raw cells ([`cells`]); the codebook says which columns are text and how they were written.
 
 pub mod alignment;
+pub mod by_language;
 pub mod cells;
 pub mod charts;
 pub mod finetune;
@@ -630,7 +631,7 @@ fn for_each_page(
 ) -> Result<(), ExportError> {
     let mut after = ParticipantId(0);
     loop {
-        let page = cohorts::page(conn, study, filter, after, PAGE)?;
+        let page = cohorts::page(conn, study, &filter, after, PAGE)?;
         let Some(last) = page.last() else {
             return Ok(());
         };

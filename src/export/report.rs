@@ -344,6 +344,13 @@ pub fn markdown(report: &Report) -> String {
             markdown_numbered(&mut out, &t);
         }
     }
+    if let Some(note) = crate::export::by_language::note(report) {
+        out.push_str(&format!("\n## By language\n\n{}\n", md(&note)));
+        for t in crate::export::by_language::tables(report) {
+            out.push('\n');
+            markdown_numbered(&mut out, &t);
+        }
+    }
     out.push_str("\n## Per factor\n");
     for t in &tables.factors {
         out.push('\n');
@@ -552,7 +559,7 @@ fn num(x: Option<f64>) -> String {
 
 /// The CSV's text columns (names of cohorts, emotions, factors, categories, and labels): the
 /// others are numbers and booleans, which are never neutralised.
-const CSV_TEXT: [&str; 13] = [
+const CSV_TEXT: [&str; 14] = [
     "study",
     "instrument",
     "mode",
@@ -566,47 +573,68 @@ const CSV_TEXT: [&str; 13] = [
     "direction",
     "test",
     "cell",
+    "language",
 ];
+
+/// The last column: the language of a row of the split by language (#20, level `overall`),
+/// empty on the report's own rows.
+const CSV_LANGUAGE: &str = "language";
+
+/// The cells of one cohort's category in one group, up to `cell`.
+fn category_record(
+    report: &Report,
+    (cohort, kind): (&str, &Kind),
+    (level, emotion, factor): (&Level, Option<&str>, Option<&str>),
+    x: &crate::domain::change::CategoryResult,
+) -> [String; 27] {
+    [
+        report.study.clone(),
+        report.instrument.clone(),
+        serde_plain(&report.mode),
+        serde_plain(&report.unit),
+        report.alpha.to_string(),
+        cohort.to_owned(),
+        serde_plain(kind),
+        serde_plain(level),
+        emotion.unwrap_or_default().to_owned(),
+        factor.unwrap_or_default().to_owned(),
+        x.name.clone(),
+        x.n_default.to_string(),
+        x.n_evoked.to_string(),
+        num(x.default_mean),
+        num(x.default_sd),
+        num(x.evoked_mean),
+        num(x.evoked_sd),
+        num(x.delta),
+        num(x.t),
+        num(x.df),
+        num(x.p),
+        num(x.p_adjusted),
+        x.significant.to_string(),
+        serde_plain(&x.direction),
+        num(x.effect_size),
+        x.test.to_owned(),
+        x.cell(),
+    ]
+}
 
 fn csv_text(report: &Report, cells: Cells) -> Result<String, RenderError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<&str> = CSV_COLUMNS.to_vec();
     header.extend(CSV_TAIL);
     header.extend(crate::export::psychometrics::CSV_COLUMNS);
+    header.push(CSV_LANGUAGE);
     w.write_record(&header)?;
     let text: Vec<bool> = header.iter().map(|h| CSV_TEXT.contains(h)).collect();
     for c in &report.cohorts {
         for g in &c.groups {
             for x in &g.categories {
-                let record = [
-                    report.study.clone(),
-                    report.instrument.clone(),
-                    serde_plain(&report.mode),
-                    serde_plain(&report.unit),
-                    report.alpha.to_string(),
-                    c.name.clone(),
-                    serde_plain(&c.kind),
-                    serde_plain(&g.level),
-                    g.emotion.clone().unwrap_or_default(),
-                    g.factor.clone().unwrap_or_default(),
-                    x.name.clone(),
-                    x.n_default.to_string(),
-                    x.n_evoked.to_string(),
-                    num(x.default_mean),
-                    num(x.default_sd),
-                    num(x.evoked_mean),
-                    num(x.evoked_sd),
-                    num(x.delta),
-                    num(x.t),
-                    num(x.df),
-                    num(x.p),
-                    num(x.p_adjusted),
-                    x.significant.to_string(),
-                    serde_plain(&x.direction),
-                    num(x.effect_size),
-                    x.test.to_owned(),
-                    x.cell(),
-                ];
+                let record = category_record(
+                    report,
+                    (c.name.as_str(), &c.kind),
+                    (&g.level, g.emotion.as_deref(), g.factor.as_deref()),
+                    x,
+                );
                 let psychometrics = crate::export::psychometrics::csv_cells(c, &x.name);
                 crate::export::cells::write_record(
                     &mut w,
@@ -615,7 +643,37 @@ fn csv_text(report: &Report, cells: Cells) -> Result<String, RenderError> {
                     record
                         .iter()
                         .chain(psychometrics.iter())
-                        .map(String::as_str),
+                        .map(String::as_str)
+                        .chain([""]),
+                )?;
+            }
+        }
+    }
+    // The split by language: each language's overall rows, without the psychometrics.
+    for l in report.by_language.iter().flat_map(|s| &s.languages) {
+        let sides = l
+            .humans
+            .iter()
+            .map(|s| (s, Kind::Humans))
+            .chain(l.models.iter().map(|s| (s, Kind::Model)));
+        for (side, kind) in sides {
+            for x in &side.categories {
+                let record = category_record(
+                    report,
+                    (side.cohort.as_str(), &kind),
+                    (&Level::Overall, None, None),
+                    x,
+                );
+                let empty = <[String; 5]>::default();
+                crate::export::cells::write_record(
+                    &mut w,
+                    cells,
+                    &text,
+                    record
+                        .iter()
+                        .chain(empty.iter())
+                        .map(String::as_str)
+                        .chain([l.language.as_str()]),
                 )?;
             }
         }
@@ -639,6 +697,9 @@ pub struct View {
     /// Persona runs by gender and age band (`export::groups`): the note and the tables.
     pub groups_note: Option<String>,
     pub groups: Vec<Numbered>,
+    /// The split by language (`export::by_language`): the note and one table per language.
+    pub languages_note: Option<String>,
+    pub languages: Vec<Numbered>,
     pub counts: Vec<String>,
     pub mode: String,
     pub unit: String,
@@ -660,6 +721,8 @@ pub fn view(report: &Report) -> Result<View, RenderError> {
         alignment: crate::export::alignment::tables(report),
         groups_note: crate::export::groups::note(report),
         groups: crate::export::groups::tables(report),
+        languages_note: crate::export::by_language::note(report),
+        languages: crate::export::by_language::tables(report),
         counts: report
             .cohorts
             .iter()

@@ -15,6 +15,7 @@ use crate::config::Settings;
 use crate::domain::distribution::answer_distributions;
 use crate::domain::freetext;
 use crate::domain::instrument::Instrument;
+use crate::domain::language::{self, Lang};
 use crate::domain::parse::{ParseSpec, parse_reply};
 use crate::domain::prompt::{ChatMessage, Template, render, trial_seed};
 use crate::domain::protocol::{self, Protocol};
@@ -22,8 +23,8 @@ use crate::domain::run::cost_micros;
 use crate::store::cache::{self, CacheAddress, CacheEntry};
 use crate::store::columns::Json;
 use crate::store::runs::{self, AttemptOutcome, Trial, TrialMethod, TrialOutcome};
+use crate::store::{DbConnection, instruments, situation_texts, situations, studies};
 use crate::store::{Pool, RunId, StoreError, TrialId};
-use crate::store::{instruments, situations};
 
 use super::client::{CallError, CallOk, ErrorClass, Provider, estimate_tokens};
 use super::profiles::{self, RunManifest, SentParams};
@@ -96,8 +97,11 @@ struct RunContext {
     protocol: Protocol,
     /// What every request of the run carries.
     sent: SentParams,
-    /// Situation key -> text.
+    /// Situation key -> text, in the run's language (#20).
     situations: HashMap<String, String>,
+    /// The language whose translations `situations` holds; `None`: the set's own texts (the
+    /// study's default language).
+    language: Option<Lang>,
     /// Send every request even when the cache has its answer (`--fresh`).
     fresh: bool,
     /// The run was created with a budget: its spending is checked before every claim.
@@ -246,13 +250,7 @@ impl Worker {
             }
         };
         let instrument = instruments::get(&mut conn, r.instrument_id)?;
-        let situations = match r.situation_set_id {
-            Some(set) => situations::list(&mut conn, set)?
-                .into_iter()
-                .map(|s| (s.situation.key, s.situation.text))
-                .collect(),
-            None => HashMap::new(),
-        };
+        let (situations, language) = run_texts(&mut conn, &r)?;
         let ctx = Arc::new(RunContext {
             run: r,
             provider,
@@ -261,6 +259,7 @@ impl Worker {
             protocol,
             sent,
             situations,
+            language,
             fresh,
             budgeted,
             batch,
@@ -914,12 +913,52 @@ struct Turns {
     second: ChatMessage,
 }
 
+/// The texts of a run's situations by key, in the run's language (#20): the set's own for the
+/// study's default (or no language), else the stored translations, with the language they are
+/// in. A stored language that is not a tag is an error, never the default.
+fn run_texts(
+    conn: &mut DbConnection,
+    r: &runs::Run,
+) -> Result<(HashMap<String, String>, Option<Lang>), RunnerError> {
+    let asked = r.language()?;
+    let Some(set) = r.situation_set_id else {
+        return Ok((HashMap::new(), None));
+    };
+    // A run whose study is gone has no default to compare with: its language's texts.
+    let offered = match (&asked, r.study_id) {
+        (Some(_), Some(study)) => studies::languages_of(conn, study)?.unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    match language::translation(asked.as_ref(), &offered) {
+        None => Ok((
+            situations::list(conn, set)?
+                .into_iter()
+                .map(|s| (s.situation.key, s.situation.text))
+                .collect(),
+            None,
+        )),
+        Some(lang) => Ok((
+            situation_texts::texts_of_set(conn, set, lang)?
+                .into_iter()
+                .collect(),
+            Some(lang.clone()),
+        )),
+    }
+}
+
 /// The request body of a trial, from its stored order, measure and situation; `Err` says why
 /// it cannot be made.
 fn prepare(ctx: &RunContext, trial: &Trial) -> Result<Prepared, String> {
     let order = trial.item_order.0.clone();
     let measure = trial.measure;
     let situation = ctx.situations.get(&trial.situation_key).map(String::as_str);
+    if let (None, Some(lang), false) = (situation, &ctx.language, trial.situation_key.is_empty()) {
+        // Never the default language's text instead: the run is in this one.
+        return Err(format!(
+            "the situation {} has no text in {lang}",
+            trial.situation_key
+        ));
+    }
     if ctx.protocol.is_conversation() {
         let before_order = trial
             .before_order

@@ -132,12 +132,23 @@ pub enum StatusFilter {
     All,
 }
 
-/// Which participants an export includes: by status, and whether pilot participants (the
-/// study's preview link, issue #13 point 4) are in; they are not unless asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which participants an export includes: by status, whether pilot participants (the
+/// study's preview link, issue #13 point 4) are in (they are not unless asked for), and
+/// optionally only those who took it in one language (#20).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selection {
     pub status: StatusFilter,
     pub pilots: bool,
+    pub language: Option<LanguageFilter>,
+}
+
+/// Only the participants who took the study in `tag`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanguageFilter {
+    pub tag: crate::domain::language::Lang,
+    /// `tag` is the study's default: the participants without a recorded language (imported,
+    /// or from before languages) saw its texts and are in too.
+    pub with_unrecorded: bool,
 }
 
 impl From<StatusFilter> for Selection {
@@ -145,6 +156,7 @@ impl From<StatusFilter> for Selection {
         Selection {
             status,
             pilots: false,
+            language: None,
         }
     }
 }
@@ -182,7 +194,7 @@ pub struct ExportParticipant {
 pub fn page(
     conn: &mut DbConnection,
     study_id: StudyId,
-    filter: Selection,
+    filter: &Selection,
     after: ParticipantId,
     limit: i64,
 ) -> QueryResult<Vec<ExportParticipant>> {
@@ -195,6 +207,17 @@ pub fn page(
     }
     if !filter.pilots {
         q = q.filter(participants::pilot.eq(false));
+    }
+    match &filter.language {
+        None => {}
+        Some(l) if l.with_unrecorded => {
+            q = q.filter(
+                participants::language
+                    .eq(l.tag.as_str())
+                    .or(participants::language.is_null()),
+            );
+        }
+        Some(l) => q = q.filter(participants::language.eq(l.tag.as_str())),
     }
     q.order(participants::id)
         .limit(limit)

@@ -6,8 +6,10 @@ use diesel::prelude::*;
 use super::columns::Json;
 use super::schema::{model_runs, model_trials, participants, responses};
 use super::{
-    DbConnection, InstrumentId, ItemOrder, ParticipantId, RunId, Scores, SituationId, StudyId,
+    DbConnection, InstrumentId, ItemOrder, ParticipantId, RunId, Scores, SituationId, StoreError,
+    StudyId,
 };
+use crate::domain::language::Lang;
 use crate::domain::measure::Measure;
 use crate::domain::protocol::Persona;
 use crate::domain::run::TrialStatus;
@@ -209,4 +211,33 @@ pub fn trial_span(
             max(model_trials::finished_at),
         ))
         .first(conn)
+}
+
+/// The language each participant of a study took it in (#20), by id; `None` where none was
+/// recorded (imported, or from before languages). A stored text that is not a language tag is
+/// [`StoreError::Corrupt`], never a default.
+pub fn participant_languages(
+    conn: &mut DbConnection,
+    study_id: StudyId,
+) -> Result<Vec<(ParticipantId, Option<Lang>)>, StoreError> {
+    let rows: Vec<(ParticipantId, Option<String>)> = participants::table
+        .filter(participants::study_id.eq(study_id))
+        .select((participants::id, participants::language))
+        .load(conn)?;
+    rows.into_iter()
+        .map(|(id, tag)| {
+            let lang = tag
+                .as_deref()
+                .map(|t| {
+                    Lang::parse(t).map_err(|detail| StoreError::Corrupt {
+                        table: "participants",
+                        row: id.to_string(),
+                        column: participants::language::NAME.to_owned(),
+                        detail,
+                    })
+                })
+                .transpose()?;
+            Ok((id, lang))
+        })
+        .collect()
 }

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::config::ProviderConfig;
 pub use crate::domain::distribution::Distributions;
+use crate::domain::language::Lang;
 pub use crate::domain::prompt::Measure;
 pub use crate::domain::protocol::{Persona, Protocol};
 pub use crate::domain::run::{ErrorClass, RunManifest, RunStatus, TrialMethod, TrialStatus};
@@ -43,6 +44,8 @@ pub struct NewRun {
     pub repeats: i32,
     pub default_repeats: i32,
     pub seed: i64,
+    /// The language tag the run asks in (#20); `None`: the study's default.
+    pub language: Option<String>,
 }
 
 /// One trial row to insert.
@@ -83,9 +86,28 @@ pub struct Run {
     pub updated_at: NaiveDateTime,
     pub started_at: Option<NaiveDateTime>,
     pub finished_at: Option<NaiveDateTime>,
+    /// The language tag the run asks in (#20); `None`: the study's default (runs made before
+    /// languages, imported runs, runs that named none). Read it with [`Run::language`].
+    pub language: Option<String>,
 }
 
 impl Run {
+    /// The language the run asks in (`None`: its study's default); a stored text that is not
+    /// a tag is [`StoreError::Corrupt`], never a default.
+    pub fn language(&self) -> Result<Option<Lang>, StoreError> {
+        self.language
+            .as_deref()
+            .map(|t| {
+                Lang::parse(t).map_err(|detail| StoreError::Corrupt {
+                    table: "model_runs",
+                    row: self.id.to_string(),
+                    column: model_runs::language::NAME.to_owned(),
+                    detail,
+                })
+            })
+            .transpose()
+    }
+
     /// Whether workers may claim its trials.
     pub fn is_active(&self) -> bool {
         self.status.is_active()
@@ -259,6 +281,7 @@ pub fn create(
                     model_runs::repeats.eq(run.repeats),
                     model_runs::default_repeats.eq(run.default_repeats),
                     model_runs::seed.eq(run.seed),
+                    model_runs::language.eq(&run.language),
                     model_runs::status.eq(RunStatus::Queued),
                     model_runs::source.eq("run"),
                     model_runs::created_at.eq(t),

@@ -287,6 +287,9 @@ diesel::table! {
         updated_at -> Timestamp,
         started_at -> Nullable<Timestamp>,
         finished_at -> Nullable<Timestamp>,
+        /// The language tag the run asks in, one of its study's (#20); NULL: the study's
+        /// default.
+        language -> Nullable<Text>,
     }
 }
 

@@ -108,3 +108,19 @@ pub fn text_in(conn: &mut DbConnection, situation: i64, lang: &str) -> QueryResu
         .first(conn)
         .optional()
 }
+
+/// The texts in `lang` of the situations of `set`, as (key, text); a situation without one is
+/// not listed. A model run in that language reads its prompts' situations from here (#20).
+pub fn texts_of_set(
+    conn: &mut DbConnection,
+    set: SituationSetId,
+    lang: &Lang,
+) -> QueryResult<Vec<(String, String)>> {
+    situation_texts::table
+        .inner_join(situations::table)
+        .filter(situations::set_id.eq(set.0))
+        .filter(situation_texts::language.eq(lang.as_str()))
+        .order(situations::position)
+        .select((situations::key, situation_texts::text))
+        .load(conn)
+}

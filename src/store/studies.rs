@@ -334,6 +334,17 @@ pub fn load(conn: &mut DbConnection, slug: &str) -> QueryResult<Option<Study>> {
         .map_err(corrupt_row("studies", format!("slug {slug}")))
 }
 
+/// The languages of study `id` (the first its default), `None` when there is no such study.
+pub fn languages_of(conn: &mut DbConnection, id: StudyId) -> QueryResult<Option<Vec<Lang>>> {
+    studies::table
+        .find(id)
+        .select(studies::languages)
+        .get_result::<Json<Vec<Lang>>>(conn)
+        .optional()
+        .map(|l| l.map(|l| l.0))
+        .map_err(corrupt_row("studies", id))
+}
+
 /// Every study, newest first (for the researchers' list).
 pub fn list_all(conn: &mut DbConnection) -> QueryResult<Vec<StudySummary>> {
     summaries(conn, Which::All)

@@ -3,6 +3,7 @@
 //! default; the consent page switches it; the participant keeps it on every page, and the
 //! exports record it. A catalogue folder adds a language (here a right-to-left one).
 
+use diesel::connection::SimpleConnection;
 use emotionbench::domain::language::Lang;
 use emotionbench::store::{participants, studies};
 
@@ -444,7 +445,429 @@ fn the_demo_study_runs_in_english_and_german(db: TestDb) {
     assert!(consent.body.contains(">Deutsch</a>") && consent.body.contains(">English</a>"));
 }
 
+/// A model run in the study's second language (#20, acceptance point 3): every evoked trial's
+/// request carries its situation's German text, exactly the messages `prompt show --language de`
+/// prints for that trial; a language the study lacks, or a situation without a text in it, is
+/// refused before anything is stored; the run's language shows where runs are listed.
+fn a_model_run_in_german_sends_what_prompt_show_prints_in_german(db: TestDb) {
+    use crate::runs::{config, eb, provider, run_id};
+    use emotionbench::llm::fake::{FakeAction, FakeServer};
+    let app = spawn_app(db);
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
+    }
+    let server =
+        FakeServer::start(|req| FakeAction::answer(req, 3, std::time::Duration::ZERO)).unwrap();
+    let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--study",
+            "demo",
+            "--provider",
+            "fake",
+            "--model",
+            "m",
+            "--seed",
+            "11",
+            "--default-repeats",
+            "1",
+            "--repeats",
+            "2",
+            "--situations",
+            "emotion:Anger",
+        ];
+        args.extend_from_slice(extra);
+        eb(&app.db, &cfg, &args, &[])
+    };
+    let out = ok(run(&["--language", "de"]));
+    assert!(out.contains(", language de"), "{out}");
+    assert!(out.contains("completed"), "{out}");
+    let id = run_id(&out);
+    let german = emotionbench::domain::demo::demo_situations_de();
+    let english = emotionbench::domain::demo::demo_study().situations;
+    let trials = {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::store::runs::trials(&mut conn, id).unwrap()
+    };
+    let evoked: Vec<_> = trials
+        .iter()
+        .filter(|t| t.measure.as_str() == "evoked")
+        .collect();
+    assert_eq!(evoked.len(), 4, "{trials:?}");
+    for t in &evoked {
+        assert_eq!(t.status.as_str(), "done", "{t:?}");
+        let body: serde_json::Value = serde_json::from_str(t.request.as_deref().unwrap()).unwrap();
+        let sent = body["messages"].as_array().unwrap().clone();
+        let de = german.iter().find(|s| s.key == t.situation_key).unwrap();
+        let en = english.iter().find(|s| s.key == t.situation_key).unwrap();
+        let user = sent[1]["content"].as_str().unwrap();
+        assert!(user.contains(&de.text), "{user}");
+        assert!(!user.contains(&en.text), "{user}");
+        // What prompt show prints for this trial is what the run sent, message for message.
+        let shown = ok(cli(
+            &app.db.url,
+            &[
+                "prompt",
+                "show",
+                "--study",
+                "demo",
+                "--measure",
+                "evoked",
+                "--situation",
+                &t.situation_key,
+                "--seed",
+                "11",
+                "--repeat",
+                &t.repeat_index.to_string(),
+                "--language",
+                "de",
+                "--json",
+            ],
+        ));
+        let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(serde_json::Value::Array(sent), shown, "trial {}", t.id);
+    }
+    let list = ok(eb(&app.db, &cfg, &["runs", "list"], &[]));
+    assert!(list.contains("LANGUAGE"), "{list}");
+    let row = list
+        .lines()
+        .find(|l| l.trim_start().starts_with(&id.0.to_string()))
+        .unwrap();
+    assert!(row.contains(" de "), "{list}");
+    let show = ok(eb(&app.db, &cfg, &["runs", "show", &id.0.to_string()], &[]));
+    assert!(show.contains("language:   de"), "{show}");
+    let requests = server.requests().len();
+
+    // A language the study lacks: refused, naming the study's.
+    let o = run(&["--language", "fr"]);
+    assert!(!o.status.success());
+    assert!(
+        crate::helpers::stderr(&o).contains("is not in fr; its languages: en, de"),
+        "{}",
+        crate::helpers::stderr(&o)
+    );
+    // A situation of the run without a German text: refused, naming it; the others may run.
+    let untranslated = &english[1].key;
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        conn.batch_execute(&format!(
+            "DELETE FROM situation_texts WHERE language = 'de' AND situation_id = \
+             (SELECT id FROM situations WHERE key = '{untranslated}')"
+        ))
+        .unwrap();
+    }
+    let o = run(&["--language", "de"]);
+    assert!(!o.status.success());
+    let err = crate::helpers::stderr(&o);
+    assert!(
+        err.contains(&format!("the situation {untranslated} has no text in de")),
+        "{err}"
+    );
+    // Neither refusal stored a run or sent a request.
+    let list = ok(eb(&app.db, &cfg, &["runs", "list"], &[]));
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert_eq!(server.requests().len(), requests);
+    // The same run in English (the default, named or not) takes the set's own texts.
+    let out = ok(run(&["--language", "en", "--detach"]));
+    assert!(out.contains(", language en"), "{out}");
+    // A stored language that is not a tag is an error naming the column, never the default.
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        conn.batch_execute(&format!(
+            "UPDATE model_runs SET language = 'not a tag' WHERE id = {}",
+            id.0
+        ))
+        .unwrap();
+    }
+    let o = eb(&app.db, &cfg, &["runs", "show", &id.0.to_string()], &[]);
+    assert!(!o.status.success());
+    let err = crate::helpers::stderr(&o);
+    assert!(
+        err.contains("model_runs") && err.contains("language"),
+        "{err}"
+    );
+}
+
+/// The report and the exports split by language (#20, acceptance point 3): three participants
+/// take a two-language study in German and two in English, a model runs once in German and
+/// once without a language (the default, English); the report's By-language section gives each
+/// language its own n on both sides, in every format, and an export filtered by language has
+/// only that language's participants.
+fn the_report_and_the_exports_split_by_language(db: TestDb) {
+    use crate::runs::{config, eb, provider};
+    use emotionbench::llm::fake::{FakeAction, FakeServer};
+    let app = spawn_app(db);
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        // The demo set with its German texts, which the study below uses.
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
+    }
+    make_study(&app, "bi", |c| c.languages = langs(&["en", "de"]));
+    for (pid, lang) in [
+        ("pidbide1", "de"),
+        ("pidbide2", "de"),
+        ("pidbide3", "de"),
+        ("pidbien1", "en"),
+        ("pidbien2", "en"),
+    ] {
+        let (done, _) = walk_to(
+            &app.browser(),
+            &format!("/s/bi?PROLIFIC_PID={pid}&lang={lang}"),
+            "never",
+        );
+        assert_eq!(done.status, 303, "{pid}");
+        assert_eq!(language_of(&app, "bi", pid).as_deref(), Some(lang));
+    }
+    let server =
+        FakeServer::start(|req| FakeAction::answer(req, 3, std::time::Duration::ZERO)).unwrap();
+    let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--study",
+            "bi",
+            "--provider",
+            "fake",
+            "--model",
+            "m",
+            "--seed",
+            "3",
+            "--default-repeats",
+            "2",
+            "--situations",
+            "emotion:Anger",
+        ];
+        args.extend_from_slice(extra);
+        ok(eb(&app.db, &cfg, &args, &[]))
+    };
+    // In German: 2 default + 2 situations × 2 repeats; by default: 2 + 2 × 1.
+    run(&["--language", "de", "--repeats", "2"]);
+    run(&["--repeats", "1"]);
+
+    let report = |format: &str| {
+        ok(cli(
+            &app.db.url,
+            &["report", "--study", "bi", "--format", format],
+        ))
+    };
+    let json: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    let split = &json["by_language"]["languages"];
+    assert_eq!(split.as_array().unwrap().len(), 2, "{split}");
+    assert_eq!(split[0]["language"], "en");
+    assert_eq!(split[0]["default"], true);
+    assert_eq!(split[0]["humans"]["n"], 2);
+    assert_eq!(split[0]["models"][0]["cohort"], "m");
+    assert_eq!(split[0]["models"][0]["n"], 4);
+    assert_eq!(split[1]["language"], "de");
+    assert_eq!(split[1]["humans"]["n"], 3);
+    assert_eq!(split[1]["models"][0]["n"], 6);
+    // Each category's cell is over that language's participants only.
+    assert_eq!(split[1]["humans"]["categories"][0]["n_default"], 3);
+    assert_eq!(split[1]["humans"]["categories"][1]["n_evoked"], 3);
+    assert_eq!(split[1]["models"][0]["categories"][0]["n_evoked"], 4);
+    // The whole report still pools every participant and every run.
+    let humans = json["cohorts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "humans");
+    assert_eq!(humans.unwrap()["observations"], 5);
+    // The methods block names each run's language.
+    let md = report("md");
+    assert!(md.contains("language de, temperature"), "{md}");
+    assert!(
+        md.contains("language en (the study's default), temperature"),
+        "{md}"
+    );
+    let section = &md[md
+        .find("\n## By language\n")
+        .expect("a By language section")..];
+    assert!(section.contains("In en (the study's default)"), "{section}");
+    assert!(section.contains("| humans | 2 |"), "{section}");
+    assert!(section.contains("| humans | 3 |"), "{section}");
+    assert!(section.contains("| m | 6 |"), "{section}");
+    let html = report("html");
+    assert!(html.contains("<h2>By language</h2>"), "{html}");
+    assert!(
+        html.contains("<th scope=\"row\">humans</th><td>3</td>"),
+        "{html}"
+    );
+    // CSV: the section's rows carry their language; the report's own rows leave it empty.
+    let csv_text = report("csv");
+    let mut rows = csv::Reader::from_reader(csv_text.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(header.iter().next_back(), Some("language"));
+    let records: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    let de_humans: Vec<&csv::StringRecord> = records
+        .iter()
+        .filter(|r| &r[at("language")] == "de" && &r[at("cohort")] == "humans")
+        .collect();
+    assert_eq!(de_humans.len(), 2, "one row per category");
+    assert!(
+        de_humans
+            .iter()
+            .all(|r| &r[at("n_default")] == "3" && &r[at("level")] == "overall")
+    );
+    assert!(records.iter().any(|r| r[at("language")].is_empty()));
+    // A study in one language has no such section.
+    make_study(&app, "mono", |_| {});
+    let mono = ok(cli(
+        &app.db.url,
+        &["report", "--study", "mono", "--format", "md"],
+    ));
+    assert!(!mono.contains("## By language"), "{mono}");
+
+    // The exports keep to one language when asked; the language must be the study's.
+    for (lang, want) in [
+        ("de", &["pidbide1", "pidbide2", "pidbide3"][..]),
+        ("en", &["pidbien1", "pidbien2"][..]),
+    ] {
+        for what in ["wide", "long"] {
+            let out = ok(cli(
+                &app.db.url,
+                &["export", what, "--study", "bi", "--language", lang],
+            ));
+            let mut rows = csv::Reader::from_reader(out.as_bytes());
+            let header = rows.headers().unwrap().clone();
+            let pid = header.iter().position(|h| h == "prolific_pid").unwrap();
+            let language = header.iter().position(|h| h == "language").unwrap();
+            let mut seen: Vec<String> = Vec::new();
+            for r in rows.records() {
+                let r = r.unwrap();
+                assert_eq!(&r[language], lang, "{what}: {out}");
+                if !seen.contains(&r[pid].to_owned()) {
+                    seen.push(r[pid].to_owned());
+                }
+            }
+            seen.sort();
+            assert_eq!(seen, want, "{what} in {lang}");
+        }
+    }
+    let o = cli(
+        &app.db.url,
+        &["export", "wide", "--study", "bi", "--language", "fr"],
+    );
+    assert!(!o.status.success());
+    assert!(crate::helpers::stderr(&o).contains("is not in fr; its languages: en, de"));
+}
+
+/// The admin pages take a language the same way (#20): the new-run form's Language field goes
+/// to the same use case as `run --language` (refused for a language the study lacks; the run's
+/// trials in German, its pages naming it), and an export link's `?language=` keeps to one
+/// language's participants (refused, before any row, for one the study lacks).
+fn the_admin_run_form_and_export_links_take_a_language(db: TestDb) {
+    use emotionbench::config::{ProviderConfig, ProviderKind};
+    use emotionbench::llm::fake::{FakeAction, FakeServer};
+    let server =
+        FakeServer::start(|req| FakeAction::answer(req, 3, std::time::Duration::ZERO)).unwrap();
+    let app = spawn_app_with(db, |s| {
+        let mut p = ProviderConfig::new("fake", ProviderKind::Openai, &server.base_url());
+        p.concurrency = 2;
+        s.providers = vec![p];
+        s.worker_slots = Some(2);
+    });
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        emotionbench::app::demo::load_demo(&mut conn).unwrap();
+    }
+    make_study(&app, "webbi", |c| c.languages = langs(&["en", "de"]));
+    for (pid, lang) in [("pidwebde", "de"), ("pidweben", "en")] {
+        let url = format!("/s/webbi?PROLIFIC_PID={pid}&lang={lang}");
+        assert_eq!(walk_to(&app.browser(), &url, "never").0.status, 303);
+    }
+    let admin = crate::admin::signed_in(&app, emotionbench::store::users::Role::Admin);
+    let token = admin.get("/admin").csrf();
+    let form = |language: &str| -> Vec<(String, String)> {
+        [
+            ("csrf", token.as_str()),
+            ("study", "webbi"),
+            ("provider", "fake"),
+            ("model", "web-1"),
+            ("template", "eb-code"),
+            ("repeats", "1"),
+            ("default_repeats", "1"),
+            ("situations", "emotion:Anger"),
+            ("seed", "5"),
+            ("temperature", "0"),
+            ("language", language),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+    };
+    let r = admin.post("/admin/runs", &crate::helpers::fields(&form("fr")));
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body.contains("is not in fr; its languages: en, de"),
+        "{}",
+        r.body
+    );
+    let r = admin.post("/admin/runs", &crate::helpers::fields(&form("de")));
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = r.location().unwrap().to_owned();
+    let started = std::time::Instant::now();
+    loop {
+        let r = admin.get(&page);
+        assert_eq!(r.status, 200);
+        if r.body.contains("<span class=\"badge\">completed</span>") {
+            assert!(r.body.contains("· language de ·"), "{}", r.body);
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{}",
+            r.body
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(admin.get("/admin/runs").body.contains("<td>de</td>"));
+    let german = emotionbench::domain::demo::demo_situations_de();
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let run = emotionbench::store::runs::list(&mut conn)
+        .unwrap()
+        .remove(0);
+    assert_eq!(run.language.as_deref(), Some("de"));
+    let trials = emotionbench::store::runs::trials(&mut conn, run.id).unwrap();
+    let evoked: Vec<_> = trials
+        .iter()
+        .filter(|t| t.measure.as_str() == "evoked")
+        .collect();
+    assert_eq!(evoked.len(), 2);
+    for t in evoked {
+        let de = german.iter().find(|s| s.key == t.situation_key).unwrap();
+        let body: serde_json::Value = serde_json::from_str(t.request.as_deref().unwrap()).unwrap();
+        let user = body["messages"][1]["content"].as_str().unwrap();
+        assert!(user.contains(&de.text), "{user}");
+    }
+
+    let csv = admin.get("/admin/studies/webbi/export/wide.csv?language=de");
+    assert_eq!(csv.status, 200, "{}", csv.body);
+    assert!(
+        csv.body.contains("pidwebde") && !csv.body.contains("pidweben"),
+        "{}",
+        csv.body
+    );
+    let csv = admin.get("/admin/studies/webbi/export/long.csv?language=en&status=all");
+    assert!(csv.body.contains("pidweben") && !csv.body.contains("pidwebde"));
+    let refused = admin.get("/admin/studies/webbi/export/wide.csv?language=fr");
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("is not in fr"), "{}", refused.body);
+}
+
 on_both_backends!(
+    the_admin_run_form_and_export_links_take_a_language,
+    the_report_and_the_exports_split_by_language,
+    a_model_run_in_german_sends_what_prompt_show_prints_in_german,
     the_demo_study_runs_in_english_and_german,
     the_link_then_the_browser_then_the_default_chooses_the_language,
     a_catalogue_folder_adds_a_right_to_left_language,

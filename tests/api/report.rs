@@ -527,11 +527,12 @@ fn the_report_renders_as_table_2_markdown_pandas_csv_html_charts_and_the_admin_p
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // 3 cohorts × (1 + 8 + 36 groups) × 2 categories; 27 columns and the 5 of the
-        // psychometrics (α, ω per measure; ICC(1)); p parsed as numbers.
+        // 3 cohorts × (1 + 8 + 36 groups) × 2 categories; 27 columns, the 5 of the
+        // psychometrics (α, ω per measure; ICC(1)) and the language of the split by language
+        // (#20; a study in one language has none); p parsed as numbers.
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim(),
-            "270 32 -5.1 float64"
+            "270 33 -5.1 float64"
         );
     }
     // HTML: a self-contained page with SVG charts.
