@@ -1467,8 +1467,9 @@ fn the_report_names_each_runs_template_temperature_and_seed(db: TestDb) {
     assert!(md.contains("## Methods and provenance"), "{md}");
     assert!(
         md.contains(&format!(
-            "run {id} (model run; model m, provider fake, template stability, temperature 0.7, \
-             top-p 0.9, seed 5, item order shuffled per trial, seeded from the run seed;"
+            "run {id} (model run; model m, provider fake, template stability, language en (the \
+             study's default), temperature 0.7, top-p 0.9, seed 5, item order shuffled per trial, \
+             seeded from the run seed;"
         )),
         "{md}"
     );
@@ -1481,7 +1482,11 @@ fn the_report_names_each_runs_template_temperature_and_seed(db: TestDb) {
     assert_eq!(md, report("md", "2026-12-01T11:00:00Z"));
     let html = report("html", "2026-12-01T11:00:00Z");
     assert!(html.contains("<h2>Methods and provenance</h2>"));
-    assert!(html.contains("template stability, temperature 0.7"));
+    // The demo study is in English and German (#20): a run that named no language asked in
+    // its default.
+    assert!(
+        html.contains("template stability, language en (the study&#39;s default), temperature 0.7")
+    );
     // A time that is not RFC 3339 is refused, naming the format.
     let bad = eb(
         &db,
