@@ -540,6 +540,49 @@ fn a_model_run_in_german_sends_what_prompt_show_prints_in_german(db: TestDb) {
     assert!(row.contains(" de "), "{list}");
     let show = ok(eb(&app.db, &cfg, &["runs", "show", &id.0.to_string()], &[]));
     assert!(show.contains("language:   de"), "{show}");
+    // A conversation (within-session) in German shows the German situation between its two
+    // questionnaires too.
+    let before = server.requests().len();
+    let out = ok(eb(
+        &app.db,
+        &cfg,
+        &[
+            "run",
+            "--study",
+            "demo",
+            "--provider",
+            "fake",
+            "--model",
+            "m",
+            "--protocol",
+            "within-session",
+            "--repeats",
+            "1",
+            "--situations",
+            "emotion:Anger",
+            "--language",
+            "de",
+        ],
+        &[],
+    ));
+    assert!(out.contains("completed"), "{out}");
+    let contents: Vec<String> = server.requests()[before..]
+        .iter()
+        .flat_map(|r| {
+            let body: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+            body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for s in english.iter().filter(|s| s.emotion == "Anger") {
+        let de = german.iter().find(|g| g.key == s.key).unwrap();
+        assert!(contents.iter().any(|c| c.contains(&de.text)), "{}", de.key);
+        assert!(!contents.iter().any(|c| c.contains(&s.text)), "{}", s.key);
+    }
     let requests = server.requests().len();
 
     // A language the study lacks: refused, naming the study's.
@@ -570,7 +613,7 @@ fn a_model_run_in_german_sends_what_prompt_show_prints_in_german(db: TestDb) {
     );
     // Neither refusal stored a run or sent a request.
     let list = ok(eb(&app.db, &cfg, &["runs", "list"], &[]));
-    assert_eq!(list.lines().count(), 2, "{list}");
+    assert_eq!(list.lines().count(), 3, "{list}");
     assert_eq!(server.requests().len(), requests);
     // The same run in English (the default, named or not) takes the set's own texts.
     let out = ok(run(&["--language", "en", "--detach"]));
