@@ -63,6 +63,10 @@ situation-wait = { $seconds ->
     [one] Die Schaltfläche wird in einer Sekunde verfügbar.
    *[other] Die Schaltfläche wird in { $seconds } Sekunden verfügbar.
 }
+free-text-hint-optional = Freiwillig. Höchstens { $max } Zeichen.
+free-text-hint-required = Erforderlich. Höchstens { $max } Zeichen.
+free-text-missing = Bitte schreiben Sie eine Antwort, bevor Sie fortfahren.
+free-text-too-long = Ihre Antwort ist { $chars } Zeichen lang; bitte kürzen Sie sie auf höchstens { $max } Zeichen. Ihr Text steht unten.
 
 ## Attention check
 check-heading = Noch eine Frage

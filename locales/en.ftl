@@ -67,6 +67,10 @@ situation-wait = { $seconds ->
     [one] The button becomes available in one second.
    *[other] The button becomes available in { $seconds } seconds.
 }
+free-text-hint-optional = Optional. At most { $max } characters.
+free-text-hint-required = Required. At most { $max } characters.
+free-text-missing = Please write an answer before you continue.
+free-text-too-long = Your answer is { $chars } characters long; please shorten it to at most { $max } characters. Your text is kept below.
 
 ## Attention check
 check-heading = One more question

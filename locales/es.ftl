@@ -63,6 +63,10 @@ situation-wait = { $seconds ->
     [one] El botón estará disponible en un segundo.
    *[other] El botón estará disponible en { $seconds } segundos.
 }
+free-text-hint-optional = Opcional. Como máximo { $max } caracteres.
+free-text-hint-required = Obligatorio. Como máximo { $max } caracteres.
+free-text-missing = Escriba una respuesta antes de continuar.
+free-text-too-long = Su respuesta tiene { $chars } caracteres; acórtela a { $max } caracteres como máximo. Su texto se conserva abajo.
 
 ## Attention check
 check-heading = Una pregunta más

@@ -62,6 +62,10 @@ situation-continue = 我已经想象好了 – 继续
 situation-wait = { $seconds ->
    *[other] 按钮将在 { $seconds } 秒后可用。
 }
+free-text-hint-optional = 选填。最多 { $max } 个字符。
+free-text-hint-required = 必填。最多 { $max } 个字符。
+free-text-missing = 请先填写回答再继续。
+free-text-too-long = 您的回答有 { $chars } 个字符；请缩短到最多 { $max } 个字符。您的文字保留在下方。
 
 ## Attention check
 check-heading = 还有一个问题

@@ -9,7 +9,8 @@ use chrono::NaiveDate;
 use super::{Admin, Nav, Researcher, actor, field};
 use crate::app::{self, studies::StudyInput};
 use crate::domain::study::{
-    CONSENT_TEMPLATE, CheckItem, DEBRIEF_TEMPLATE, StudyConfig, StudyStatus, launch_checklist,
+    CONSENT_TEMPLATE, CheckItem, DEBRIEF_TEMPLATE, DEFAULT_FREE_TEXT_CHARS, FreeTextField,
+    MAX_FREE_TEXT_CHARS, StudyConfig, StudyStatus, launch_checklist,
 };
 use crate::store::StoreError;
 use crate::store::instruments::{self, InstrumentSummary};
@@ -63,6 +64,11 @@ pub struct FormValues {
     pub languages: String,
     /// The valences participants are assigned, as typed (`negative`); empty for all (#18).
     pub valences: String,
+    /// The free-text task asked on the situation page (#18), its key; empty for none.
+    pub free_text_task: String,
+    pub free_text_required: bool,
+    /// The free-text limit in characters, as typed.
+    pub free_text_max: String,
 }
 
 impl FormValues {
@@ -104,6 +110,17 @@ impl FormValues {
                 .map(|v| v.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
+            free_text_task: c
+                .free_text
+                .as_ref()
+                .map(|f| f.task.clone())
+                .unwrap_or_default(),
+            free_text_required: c.free_text.as_ref().is_some_and(|f| f.required),
+            free_text_max: c
+                .free_text
+                .as_ref()
+                .map_or(DEFAULT_FREE_TEXT_CHARS, |f| f.max_chars)
+                .to_string(),
         }
     }
 
@@ -131,6 +148,9 @@ impl FormValues {
             retention: g("retention"),
             languages: g("languages"),
             valences: g("valences"),
+            free_text_task: g("free_text_task"),
+            free_text_required: field(f, "free_text_required") == Some("on"),
+            free_text_max: g("free_text_max"),
         }
     }
 
@@ -226,6 +246,26 @@ impl FormValues {
                 Err(e) => errors.push(format!("Valences: {e}.")),
             },
         }
+        // No task: no field (a form from before free text had none of these fields).
+        c.free_text = match self.free_text_task.trim() {
+            "" => None,
+            task => match self.free_text_max.trim() {
+                "" => Some(DEFAULT_FREE_TEXT_CHARS),
+                typed => typed.parse::<u32>().ok(),
+            }
+            .map(|max_chars| FreeTextField {
+                task: task.to_owned(),
+                required: self.free_text_required,
+                max_chars,
+            })
+            .or_else(|| {
+                errors.push(format!(
+                    "The free-text limit must be a whole number of characters, at most \
+                     {MAX_FREE_TEXT_CHARS}."
+                ));
+                None
+            }),
+        };
         if c.consent_text.len() > 20_000 || c.debrief_text.len() > 20_000 || c.title.len() > 200 {
             errors.push("A text is too long.".into());
         }
@@ -265,10 +305,9 @@ struct FormPage {
 async fn choices(state: &AppState) -> Result<(Vec<InstrumentSummary>, Vec<SetSummary>), AppError> {
     state
         .db(|conn| {
-            // A study's survey asks a rated questionnaire; free-text tasks are not offered.
-            let mut list = instruments::list(conn)?;
-            list.retain(|i| !i.free_text);
-            Ok((list, situations::sets(conn)?))
+            // Both kinds: the form offers the rated questionnaires as the study's instrument
+            // and the free-text tasks for the situation page's field (#18).
+            Ok((instruments::list(conn)?, situations::sets(conn)?))
         })
         .await
 }

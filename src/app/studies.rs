@@ -42,6 +42,22 @@ fn sources(conn: &mut DbConnection, input: &StudyInput) -> Result<Sources> {
             input.instrument
         )));
     }
+    // The situation page's free-text field asks the prompt of a free-text task (#18).
+    if let Some(field) = &input.config.free_text {
+        match instruments::load(conn, &field.task)? {
+            Some((_, task)) if task.is_free_text() => {}
+            Some(_) => {
+                return Err(invalid(format!(
+                    "{} is a questionnaire, not a free-text task: the free-text field needs a \
+                     free-text task.",
+                    field.task
+                )));
+            }
+            None => {
+                return Err(invalid(format!("Unknown free-text task {:?}.", field.task)));
+            }
+        }
+    }
     let set = match input.set.trim() {
         "" => None,
         name => Some(
@@ -200,6 +216,15 @@ pub fn export_definition(conn: &mut DbConnection, slug: &str) -> Result<StudyArc
     };
     let mut archive = StudyArchive::new(study.config(), study.retention_date(), instrument, set);
     archive.door = crate::store::doors::load(conn, study.id)?;
+    if let Some(field) = &study.free_text.0 {
+        let (_, task) = instruments::load(conn, &field.task)?.ok_or_else(|| {
+            crate::store::StoreError::Inconsistent(format!(
+                "study {slug}: free-text task {:?} is missing",
+                field.task
+            ))
+        })?;
+        archive.free_text_task = Some(task);
+    }
     Ok(archive)
 }
 
@@ -256,16 +281,8 @@ pub fn import_definition(
             )));
         }
         let inst = &archive.instrument;
-        let (instrument, inst_reused) = match instruments::load(conn, &inst.key)? {
-            Some((id, stored)) if stored == *inst => (id, Reused::Existing),
-            Some(_) => {
-                return Err(invalid(format!(
-                    "This installation has an instrument {:?} whose definition differs from the                      file's (items, scale or prompts), so the imported study would not ask the                      same questions. Rename the instrument's \"key\" in the file to import it                      as a separate instrument.",
-                    inst.key
-                )));
-            }
-            None => (instruments::upsert(conn, inst, false)?.0, Reused::Created),
-        };
+        let (instrument, inst_reused) = import_instrument(conn, inst)?;
+        import_free_text_task(conn, &config, archive.free_text_task.as_ref())?;
         let set = match &archive.situation_set {
             None => None,
             Some(a) => {
@@ -300,6 +317,48 @@ pub fn import_definition(
         )?;
         Ok(outcome)
     })
+}
+
+/// The instrument of an imported study: the stored one when it is the file's, created when
+/// there is none of its key, else refused.
+fn import_instrument(
+    conn: &mut DbConnection,
+    inst: &crate::domain::instrument::Instrument,
+) -> Result<(crate::store::InstrumentId, Reused)> {
+    match instruments::load(conn, &inst.key)? {
+        Some((id, stored)) if stored == *inst => Ok((id, Reused::Existing)),
+        Some(_) => Err(invalid(format!(
+            "This installation has an instrument {:?} whose definition differs from the \
+             file's (items, scale or prompts), so the imported study would not ask the \
+             same questions. Rename the instrument's \"key\" in the file to import it \
+             as a separate instrument.",
+            inst.key
+        ))),
+        None => Ok((instruments::upsert(conn, inst, false)?.0, Reused::Created)),
+    }
+}
+
+/// The free-text task of an imported study's field (#18): the file's, reused or created as
+/// the instrument is; a file without it (written before tasks travelled) needs the task here.
+fn import_free_text_task(
+    conn: &mut DbConnection,
+    config: &StudyConfig,
+    file: Option<&crate::domain::instrument::Instrument>,
+) -> Result<()> {
+    let Some(field) = &config.free_text else {
+        return Ok(());
+    };
+    match file {
+        Some(task) => import_instrument(conn, task).map(|_| ()),
+        None => match instruments::load(conn, &field.task)? {
+            Some((_, task)) if task.is_free_text() => Ok(()),
+            _ => Err(invalid(format!(
+                "The study asks the free-text task {:?}, which neither the file nor this \
+                 installation has.",
+                field.task
+            ))),
+        },
+    }
 }
 
 /// The set `name` for an imported study: the stored one when its situations are exactly the

@@ -3,15 +3,51 @@
 //! the database that stores it. The HTTP handler (`survey::pages::post`) runs it through
 //! `AppState::survey_db` (on SQLite the writer) and renders the outcome.
 
+use crate::domain::freetext::{self, HumanTextError};
 use crate::domain::instrument::Instrument;
 use crate::domain::measure::Measure;
 use crate::domain::survey::{
     ATTENTION_CHECK, CONSENT_FIELD, FormErrors, HONEYPOT_FIELD, Outcome, Page, PageEvent,
     ParticipantStatus, SessionKey, grade_check, parse_demographics, parse_questionnaire,
 };
-use crate::store::participants::{self, Arrival, Effect, Participant, Submitted};
+use crate::store::participants::{self, Arrival, Effect, FreeTextAnswer, Participant, Submitted};
 use crate::store::studies::Study;
-use crate::store::{DbConnection, StoreError};
+use crate::store::{DbConnection, StoreError, instruments};
+
+/// The situation page's free-text field as participants get it (#18): the study's setting
+/// with the prompt of its task resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextField {
+    pub task: String,
+    pub prompt: String,
+    pub required: bool,
+    pub max_chars: u32,
+}
+
+/// The study's free-text field, if it has one. A study whose task is gone, is not a free-text
+/// task or has no target is an inconsistency (the study form refuses to save one), never a
+/// page without the field: participants would be asked less than the study says.
+pub fn text_field(conn: &mut DbConnection, study: &Study) -> Result<Option<TextField>, StoreError> {
+    let Some(f) = &study.free_text.0 else {
+        return Ok(None);
+    };
+    let prompt = match instruments::load(conn, &f.task)? {
+        Some((_, task)) if task.is_free_text() => freetext::human_prompt(&task),
+        _ => None,
+    };
+    let prompt = prompt.ok_or_else(|| {
+        StoreError::Inconsistent(format!(
+            "study {} asks the free-text task {:?}, which is not a free-text task with a target",
+            study.slug, f.task
+        ))
+    })?;
+    Ok(Some(TextField {
+        task: f.task.clone(),
+        prompt,
+        required: f.required,
+        max_chars: f.max_chars,
+    }))
+}
 
 /// A submitted survey page: whose (the key in the study's cookie), which page the form was
 /// posted to (`None`: no page of ours), and its fields.
@@ -30,8 +66,16 @@ enum Decision {
     BadRequest(String),
 }
 
+/// What the situation page's submit needs besides its form (read only on that page).
+#[derive(Default)]
+struct SituationState {
+    /// When the page was first shown (for its minimum time).
+    shown: Option<chrono::NaiveDateTime>,
+    /// The study's free-text field.
+    field: Option<TextField>,
+}
+
 /// Reads the form of the participant's current page `current` into the move it asks for.
-/// `situation_shown` is when the situation page was first shown (for its minimum time).
 fn decide(
     study: &Study,
     instrument: &Instrument,
@@ -39,7 +83,7 @@ fn decide(
     current: Page,
     fields: &[(String, String)],
     ignored: &[&str],
-    situation_shown: Option<chrono::NaiveDateTime>,
+    situation: &SituationState,
 ) -> Decision {
     let extra = ignored;
     let invalid = |e: FormErrors| {
@@ -80,16 +124,21 @@ fn decide(
         Page::Situation => {
             // The honeypot is the one field of ours besides the ignored ones; whatever it
             // holds is evidence, never a reason to refuse the page (nothing rejects).
-            let honeypot = match parse_honeypot(fields, ignored) {
-                Ok(filled) => filled,
-                Err(m) => return Decision::BadRequest(m),
+            let (honeypot, text) = match parse_situation(fields, ignored, situation.field.as_ref())
+            {
+                Ok(form) => form,
+                Err(SituationRefused::BadRequest(m)) => return Decision::BadRequest(m),
+                Err(SituationRefused::Text(e)) => return Decision::Invalid(e),
             };
-            let seconds = situation_shown.map_or(0, |s| (crate::store::now() - s).num_seconds());
+            let seconds = situation
+                .shown
+                .map_or(0, |s| (crate::store::now() - s).num_seconds());
             Decision::Submit(
                 Page::PanasAfter,
                 Effect::Situation {
                     too_fast: seconds < i64::from(study.min_situation_seconds),
                     honeypot,
+                    text,
                 },
             )
         }
@@ -139,18 +188,65 @@ pub fn parse_consent(fields: &[(String, String)], ignored: &[&str]) -> Result<bo
     }
 }
 
-/// The situation page's form: whether its hidden honeypot field came back non-empty. Any field
-/// but the honeypot and the `ignored` ones makes the form one no page of ours sends.
-pub fn parse_honeypot(fields: &[(String, String)], ignored: &[&str]) -> Result<bool, String> {
+/// The key of [`FormErrors::items`] under which the situation page's free-text error is
+/// given (the page has no numbered items).
+pub const TEXT_ERROR: u32 = 0;
+
+/// The catalogue id of the message for a required free text left empty.
+pub const TEXT_MISSING: &str = "free-text-missing";
+/// The catalogue id of the message for a free text over the study's limit.
+pub const TEXT_TOO_LONG: &str = "free-text-too-long";
+
+/// Why the situation page's form was not stored.
+enum SituationRefused {
+    /// The free text is missing (required) or too long: the page again, the text kept.
+    Text(FormErrors),
+    /// A form no page of ours sends.
+    BadRequest(String),
+}
+
+/// The situation page's form: whether its hidden honeypot field came back non-empty, and the
+/// free-text answer when the study has the field (`None`: none given). Any field but these
+/// and the `ignored` ones (the free text too, when the study has no field) makes the form one
+/// no page of ours sends.
+fn parse_situation(
+    fields: &[(String, String)],
+    ignored: &[&str],
+    text_field: Option<&TextField>,
+) -> Result<(bool, Option<FreeTextAnswer>), SituationRefused> {
     let mut filled = false;
+    let mut texts = Vec::new();
     for (k, v) in fields {
         if k == HONEYPOT_FIELD {
             filled |= !v.trim().is_empty();
+        } else if k == freetext::HUMAN_FIELD && text_field.is_some() {
+            texts.push(v.as_str());
         } else if !ignored.contains(&k.as_str()) {
-            return Err("unexpected fields".into());
+            return Err(SituationRefused::BadRequest("unexpected fields".into()));
         }
     }
-    Ok(filled)
+    let Some(field) = text_field else {
+        return Ok((filled, None));
+    };
+    let refuse = |message: String| {
+        let mut e = FormErrors::default();
+        e.items.insert(TEXT_ERROR, message);
+        SituationRefused::Text(e)
+    };
+    match freetext::human_answer(&texts, field.required, field.max_chars) {
+        Ok(body) => Ok((
+            filled,
+            body.map(|body| FreeTextAnswer {
+                task: field.task.clone(),
+                prompt: field.prompt.clone(),
+                body,
+            }),
+        )),
+        // The messages are catalogue ids: the page words them in the participant's language.
+        Err(HumanTextError::Missing) => Err(refuse(TEXT_MISSING.into())),
+        Err(HumanTextError::TooLong { .. }) => Err(refuse(TEXT_TOO_LONG.into())),
+        Err(HumanTextError::Twice) => Err(SituationRefused::BadRequest("unexpected fields".into())),
+    }
 }
 
 /// Where a consent answer leads and what it stores.
@@ -248,12 +344,15 @@ pub fn submit_page(
     if requested != Some(current) || current.is_terminal() {
         return Ok(Posted::Moved(p));
     }
-    let shown = if current == Page::Situation {
-        participants::first_shown(conn, p.id, Page::Situation)?
+    let situation = if current == Page::Situation {
+        SituationState {
+            shown: participants::first_shown(conn, p.id, Page::Situation)?,
+            field: text_field(conn, study)?,
+        }
     } else {
-        None
+        SituationState::default()
     };
-    match decide(study, instrument, &p, current, &fields, ignored, shown) {
+    match decide(study, instrument, &p, current, &fields, ignored, &situation) {
         Decision::Submit(to, effect) => {
             // A stale submit (another tab or a double click got there first) changes
             // nothing; either way the participant continues from wherever they now are.
@@ -263,5 +362,77 @@ pub fn submit_page(
         }
         Decision::Invalid(e) => Ok(Posted::Invalid(p, fields, e)),
         Decision::BadRequest(m) => Ok(Posted::BadRequest(m)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(required: bool) -> TextField {
+        TextField {
+            task: "SAY".into(),
+            prompt: "Say something about cats.".into(),
+            required,
+            max_chars: 5,
+        }
+    }
+
+    fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn refused_with(r: Result<(bool, Option<FreeTextAnswer>), SituationRefused>) -> String {
+        match r {
+            Err(SituationRefused::Text(e)) => e.items[&TEXT_ERROR].clone(),
+            Err(SituationRefused::BadRequest(m)) => format!("400 {m}"),
+            Ok(_) => "stored".into(),
+        }
+    }
+
+    #[test]
+    fn the_situation_form_takes_the_free_text_only_when_the_study_asks_one() {
+        let hp = HONEYPOT_FIELD;
+        let ok = parse_situation(
+            &form(&[(hp, ""), ("free_text", " héllo ")]),
+            &[],
+            Some(&field(true)),
+        );
+        let Ok((false, Some(answer))) = ok else {
+            panic!("not stored");
+        };
+        assert_eq!(
+            (
+                answer.task.as_str(),
+                answer.prompt.as_str(),
+                answer.body.as_str()
+            ),
+            ("SAY", "Say something about cats.", "héllo")
+        );
+        // Its Debug (an Effect may reach a log line) shows the length, never the words.
+        assert!(!format!("{answer:?}").contains("héllo"));
+        assert!(matches!(
+            parse_situation(&form(&[(hp, "x")]), &[], Some(&field(false))),
+            Ok((true, None))
+        ));
+        let no_field = parse_situation(&form(&[("free_text", "hi")]), &[], None);
+        assert_eq!(refused_with(no_field), "400 unexpected fields");
+        let twice = form(&[("free_text", "a"), ("free_text", "b")]);
+        assert_eq!(
+            refused_with(parse_situation(&twice, &[], Some(&field(false)))),
+            "400 unexpected fields"
+        );
+        let long = form(&[("free_text", "abcdef")]);
+        assert_eq!(
+            refused_with(parse_situation(&long, &[], Some(&field(false)))),
+            TEXT_TOO_LONG
+        );
+        assert_eq!(
+            refused_with(parse_situation(&form(&[]), &[], Some(&field(true)))),
+            TEXT_MISSING
+        );
     }
 }

@@ -40,6 +40,10 @@ pub struct StudyArchive {
     /// without a door read (and are written) as before; excluded studies go by slug.
     #[serde(default, skip_serializing_if = "DoorSettings::is_default")]
     pub door: DoorSettings,
+    /// The free-text task the situation page's field asks (#18), so the study travels with
+    /// the prompt its participants answer. Absent for a study without the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_text_task: Option<Instrument>,
 }
 
 impl StudyArchive {
@@ -57,6 +61,7 @@ impl StudyArchive {
             instrument,
             situation_set,
             door: DoorSettings::default(),
+            free_text_task: None,
         }
     }
 
@@ -98,6 +103,17 @@ impl StudyArchive {
             .instrument
             .validate()
             .map_err(|e| format!("instrument {}: {e}", archive.instrument.key))?;
+        if let Some(task) = &archive.free_text_task {
+            task.validate()
+                .map_err(|e| format!("free-text task {}: {e}", task.key))?;
+            let named = archive.study.free_text.as_ref().map(|f| f.task.as_str());
+            if !task.is_free_text() || named != Some(task.key.as_str()) {
+                return Err(format!(
+                    "\"free_text_task\" {} is not the free-text task the study's \"free_text\" names",
+                    task.key
+                ));
+            }
+        }
         Ok(archive)
     }
 }

@@ -162,6 +162,59 @@ pub fn answer(reply: &str) -> Option<&str> {
     (!t.is_empty()).then_some(t)
 }
 
+/// The name of the situation page's free-text field (#18, human participants).
+pub const HUMAN_FIELD: &str = "free_text";
+
+/// The prompt a participant sees on the situation page: the task's open prompt about its
+/// first target (a study asks one question of people, not one per target); `None` for a task
+/// without targets, which `validate` never lets in.
+pub fn human_prompt(task: &Instrument) -> Option<String> {
+    let first = task.items.first()?;
+    Some(task.prompt.replace(TARGET, &first.text))
+}
+
+/// Why a participant's free text cannot be stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HumanTextError {
+    /// The study requires an answer and none was given.
+    Missing,
+    /// Longer than the study's limit: how long it was, in characters.
+    TooLong { chars: usize, max: u32 },
+    /// The field came twice: a form no page of ours sends.
+    Twice,
+}
+
+/// A participant's free-text answer as stored: line breaks made `\n` (browsers send a
+/// textarea's as CRLF, yet count each as one character against `maxlength`, so a text at the
+/// limit must not count longer here), spaces around it trimmed, and its length in characters
+/// (not bytes) checked against `max_chars`. `Ok(None)`: no answer, which only an optional field
+/// accepts. Never shortened: a text over the limit is refused, to be shown again as typed.
+pub fn human_answer(
+    values: &[&str],
+    required: bool,
+    max_chars: u32,
+) -> Result<Option<String>, HumanTextError> {
+    let raw = match values {
+        [] => "",
+        [one] => one,
+        _ => return Err(HumanTextError::Twice),
+    };
+    let text = raw.replace("\r\n", "\n").replace('\r', "\n");
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars > max_chars as usize {
+        return Err(HumanTextError::TooLong {
+            chars,
+            max: max_chars,
+        });
+    }
+    match (text.is_empty(), required) {
+        (true, true) => Err(HumanTextError::Missing),
+        (true, false) => Ok(None),
+        (false, _) => Ok(Some(text.to_owned())),
+    }
+}
+
 /// The refusal detector's phrase list: a reply that contains one of these (case-insensitive)
 /// is counted as a refusal. Transparent on purpose: the report names the rule, and a reader
 /// can check any answer against it.
@@ -287,6 +340,45 @@ mod tests {
             messages(&t, Measure::Default, None, &[1, 2]),
             Err(PromptError::BadOrder)
         );
+    }
+
+    #[test]
+    fn people_see_the_prompt_about_the_first_target() {
+        assert_eq!(
+            human_prompt(&groups()).as_deref(),
+            Some("Say something about cats.")
+        );
+        let mut none = groups();
+        none.items.clear();
+        assert_eq!(human_prompt(&none), None);
+    }
+
+    #[test]
+    fn human_answers_count_characters_keep_line_breaks_and_are_never_cut() {
+        // Five characters of 2, 3 and 4 bytes: within a limit of 5, over one of 4.
+        let t = "é€😀ßx";
+        assert_eq!(human_answer(&[t], false, 5), Ok(Some(t.to_owned())));
+        assert_eq!(
+            human_answer(&[t], false, 4),
+            Err(HumanTextError::TooLong { chars: 5, max: 4 })
+        );
+        // A browser's CRLF counts once, as its maxlength counted it.
+        assert_eq!(
+            human_answer(&["ab\r\ncd"], false, 5),
+            Ok(Some("ab\ncd".to_owned()))
+        );
+        assert_eq!(human_answer(&["  hi \r\n"], true, 2), Ok(Some("hi".into())));
+        assert_eq!(human_answer(&[], false, 10), Ok(None));
+        assert_eq!(human_answer(&["  \n "], false, 10), Ok(None));
+        assert_eq!(human_answer(&[" "], true, 10), Err(HumanTextError::Missing));
+        assert_eq!(human_answer(&[], true, 10), Err(HumanTextError::Missing));
+        assert_eq!(
+            human_answer(&["a", "b"], false, 10),
+            Err(HumanTextError::Twice)
+        );
+        // A formula is text like any other here; the export neutralises it.
+        let f = "=HYPERLINK(\"http://x\")";
+        assert_eq!(human_answer(&[f], false, 100), Ok(Some(f.to_owned())));
     }
 
     #[test]

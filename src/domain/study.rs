@@ -93,6 +93,53 @@ pub struct StudyConfig {
     /// situation of the set. Left out of files when empty, as before valences existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub valences: Vec<Valence>,
+    /// A free-text field on the situation page (#18): the open prompt of one free-text task,
+    /// asked of every participant. Left out of files when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_text: Option<FreeTextField>,
+}
+
+/// The situation page's free-text field of a study (#18): which free-text task's prompt it
+/// asks, whether an answer is needed to continue, and how long one may be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FreeTextField {
+    /// The key of an instrument of the free-text kind.
+    pub task: String,
+    /// Whether the page refuses to continue without an answer (else the field is optional).
+    #[serde(default)]
+    pub required: bool,
+    /// The longest answer, in characters (Unicode scalar values, not bytes).
+    #[serde(default = "default_max_chars")]
+    pub max_chars: u32,
+}
+
+/// The length limit a new field starts with.
+pub const DEFAULT_FREE_TEXT_CHARS: u32 = 2_000;
+
+/// The longest limit a study may set: 2,000 characters of four-byte UTF-8, percent-encoded
+/// (12 bytes each), stay under the default request body limit of 32 KiB (`max_body_bytes`),
+/// so an answer within the limit is never cut off by a 413.
+pub const MAX_FREE_TEXT_CHARS: u32 = 2_000;
+
+fn default_max_chars() -> u32 {
+    DEFAULT_FREE_TEXT_CHARS
+}
+
+impl FreeTextField {
+    /// What a stored or typed field must hold: a task key and a limit within
+    /// 1..=[`MAX_FREE_TEXT_CHARS`].
+    pub fn validate(&self) -> Result<(), String> {
+        if self.task.trim().is_empty() {
+            return Err("the free-text field names no task".into());
+        }
+        if !(1..=MAX_FREE_TEXT_CHARS).contains(&self.max_chars) {
+            return Err(format!(
+                "the free-text limit must be 1 to {MAX_FREE_TEXT_CHARS} characters"
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn default_languages() -> Vec<Lang> {
@@ -121,6 +168,7 @@ impl StudyConfig {
             reservation_minutes: 30,
             languages: default_languages(),
             valences: Vec::new(),
+            free_text: None,
         }
     }
 
@@ -162,6 +210,9 @@ impl StudyConfig {
         }
         if self.min_situation_seconds < 0 {
             return Err("the minimum situation time cannot be negative".into());
+        }
+        if let Some(f) = &self.free_text {
+            f.validate()?;
         }
         Ok(())
     }
@@ -288,6 +339,43 @@ mod tests {
 
     fn day(s: &str) -> chrono::NaiveDate {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_free_text_field_reads_with_its_defaults_and_checks_its_limit() {
+        let f: FreeTextField = serde_json::from_str(r#"{"task": "SAY"}"#).unwrap();
+        assert_eq!(
+            f,
+            FreeTextField {
+                task: "SAY".into(),
+                required: false,
+                max_chars: DEFAULT_FREE_TEXT_CHARS,
+            }
+        );
+        assert!(serde_json::from_str::<FreeTextField>(r#"{"task": "S", "max": 3}"#).is_err());
+        let mut c = StudyConfig::new("s", "S");
+        // A file without the field (as before #18) reads as none, and none is not written.
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(!text.contains("free_text"), "{text}");
+        let back: StudyConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.free_text, None);
+        for (max, ok) in [
+            (0, false),
+            (1, true),
+            (MAX_FREE_TEXT_CHARS, true),
+            (2_001, false),
+        ] {
+            c.free_text = Some(FreeTextField {
+                max_chars: max,
+                ..f.clone()
+            });
+            assert_eq!(c.validate().is_ok(), ok, "{max}");
+        }
+        c.free_text = Some(FreeTextField {
+            task: " ".into(),
+            ..f
+        });
+        assert!(c.validate().unwrap_err().contains("names no task"));
     }
 
     #[test]

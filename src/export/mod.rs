@@ -457,7 +457,41 @@ fn wide_columns(ctx: &Context) -> Vec<Column> {
         ),
     ]);
     c.extend(evidence_columns());
+    c.extend(free_text_columns(ctx));
     c
+}
+
+/// The wide file's free-text columns (#18): the prompt a participant answered and the answer,
+/// last so that the columns before them keep their places. Only here: the long file is one row
+/// per rated item, which a text is not.
+fn free_text_columns(ctx: &Context) -> [Column; 2] {
+    let task = match &ctx.study.free_text.0 {
+        Some(f) => format!(
+            "This study asks the prompt of the free-text task {} ({}, at most {} characters).",
+            f.task,
+            if f.required { "required" } else { "optional" },
+            f.max_chars
+        ),
+        None => "This study has no free-text field.".to_owned(),
+    };
+    [
+        col(
+            "free_text_prompt",
+            "Free-text prompt",
+            "string",
+            "",
+            &format!(
+                "The prompt shown above the situation page's text field, as it was when the participant answered (the study's setting may have changed since); empty when there is no answer. {task}"
+            ),
+        ),
+        col(
+            "free_text",
+            "Free-text answer",
+            "string",
+            "",
+            "The participant's answer in the situation page's text field, as typed: spaces around it trimmed, line breaks as LF, never shortened (a longer one is refused on the page). Empty when the study has no such field, the participant left it empty or has not reached it, or withdrew (withdrawal deletes it). Imported participants have none.",
+        ),
+    ]
 }
 
 /// The evidence signals not stored as the survey's own three flags above, in
@@ -729,6 +763,7 @@ pub fn write_wide<W: Write>(
     for_each_page(conn, study, filter, |conn, page, answers| {
         let ids: Vec<ParticipantId> = page.iter().map(|p| p.id).collect();
         let seconds = cohorts::situation_seconds(conn, &ids)?;
+        let mut texts = cohorts::texts_of(conn, &ids)?;
         let mut by_participant: HashMap<ParticipantId, [Vec<Option<i32>>; 2]> = HashMap::new();
         for a in answers {
             let slot = by_participant
@@ -790,6 +825,9 @@ pub fn write_wide<W: Write>(
             );
             row.push(seconds.get(&p.id).map(i64::to_string).unwrap_or_default());
             row.extend(evidence_cells(evidence, p));
+            let (prompt, answer) = texts.remove(&p.id).unwrap_or_default();
+            row.push(prompt);
+            row.push(answer);
             cells::write_record(&mut w, cells, &text, row.iter().map(String::as_str))?;
             stats.rows += 1;
         }

@@ -264,6 +264,23 @@ pub fn answers_of(conn: &mut DbConnection, ids: &[ParticipantId]) -> QueryResult
         ))
 }
 
+/// The free-text answers of some participants (#18): participant -> (prompt, text).
+pub fn texts_of(
+    conn: &mut DbConnection,
+    ids: &[ParticipantId],
+) -> QueryResult<HashMap<ParticipantId, (String, String)>> {
+    use super::schema::participant_texts;
+    let rows: Vec<(ParticipantId, String, String)> = participant_texts::table
+        .filter(participant_texts::participant_id.eq_any(ids))
+        .select((
+            participant_texts::participant_id,
+            participant_texts::prompt,
+            participant_texts::body,
+        ))
+        .load(conn)?;
+    Ok(rows.into_iter().map(|(p, a, b)| (p, (a, b))).collect())
+}
+
 /// Seconds between first showing and first submitting the situation page, per participant.
 pub fn situation_seconds(
     conn: &mut DbConnection,

@@ -119,6 +119,10 @@ impl JsonValue for Vec<crate::domain::situation::Valence> {
     const WHAT: &'static str = "valence list";
 }
 
+impl JsonValue for Option<crate::domain::study::FreeTextField> {
+    const WHAT: &'static str = "free-text field";
+}
+
 impl JsonValue for Option<RunManifest> {
     const WHAT: &'static str = "run parameters";
 }
@@ -203,6 +207,7 @@ fn column_of(table: &str, what: &str) -> &'static str {
         ("studies", "list of names") => studies::demographics::NAME,
         ("studies", "language list") => studies::languages::NAME,
         ("studies", "valence list") => studies::valences::NAME,
+        ("studies", "free-text field") => studies::free_text::NAME,
         ("participants", "demographic answers") => participants::demographics::NAME,
         ("model_runs", "run parameters") => model_runs::params::NAME,
         ("model_trials", "item order") => model_trials::item_order::NAME,

@@ -15,7 +15,8 @@ use super::columns::{ItemOrder, Json, corrupt_row};
 use super::db::per_backend;
 use super::pg_pages;
 use super::schema::{
-    attention_checks, page_events, participants, responses, situation_counts, situations,
+    attention_checks, page_events, participant_texts, participants, responses, situation_counts,
+    situations,
 };
 use super::studies::Study;
 use super::{
@@ -431,6 +432,8 @@ pub enum Effect {
         too_fast: bool,
         /// The hidden "leave this empty" field came back filled (`domain::evidence`).
         honeypot: bool,
+        /// The free-text answer, when the study asks one and it was given (#18).
+        text: Option<FreeTextAnswer>,
     },
     Check {
         key: String,
@@ -438,6 +441,25 @@ pub enum Effect {
         passed: bool,
     },
     Complete,
+}
+
+/// A participant's free-text answer (#18) with the task and the prompt it answered, as the
+/// situation page's submit stores it in `participant_texts`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FreeTextAnswer {
+    pub task: String,
+    pub prompt: String,
+    pub body: String,
+}
+
+/// Never the participant's words: an `Effect` may end up in a log line or an error's context.
+impl std::fmt::Debug for FreeTextAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FreeTextAnswer")
+            .field("task", &self.task)
+            .field("chars", &self.body.chars().count())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a submit did not move the participant.
@@ -532,7 +554,14 @@ fn pg_submit(
                 .get_result(conn)
                 .optional()
         }
-        Effect::Situation { too_fast, honeypot } => {
+        // With a free text: two tables, so `submit`'s transaction (rare enough not to need a
+        // statement of its own).
+        effect @ Effect::Situation { text: Some(_), .. } => return Err(PgSubmit::Other(effect)),
+        Effect::Situation {
+            too_fast,
+            honeypot,
+            text: None,
+        } => {
             let stores = pg_pages::Situation { too_fast, honeypot };
             Submit::<_, Participant>::new(participant, from, to, t, reserve, stores)
                 .get_result(conn)
@@ -681,8 +710,15 @@ fn submit_in_tx(
             let insert = diesel::insert_into(responses::table).values(rows);
             per_backend!(conn, |c| insert.execute(c))?;
         }
-        Effect::Situation { too_fast, honeypot } => {
+        Effect::Situation {
+            too_fast,
+            honeypot,
+            text,
+        } => {
             flag_situation(conn, participant, too_fast, honeypot)?;
+            if let Some(text) = text {
+                insert_text(conn, participant, text, t)?;
+            }
         }
         Effect::Check {
             key,
@@ -704,31 +740,59 @@ fn submit_in_tx(
                     .execute(conn)?;
             }
         }
-        Effect::Complete => {
-            let values = responses::table
-                .filter(responses::participant_id.eq(participant))
-                .select((responses::phase, responses::value));
-            let values: Vec<(Measure, i32)> = per_backend!(conn, |c| values.load(c)).map_err(
-                corrupt_row("responses", format!("of participant {participant}")),
-            )?;
-            let straight = [Measure::Default, Measure::Evoked].iter().any(|ph| {
-                let v: Vec<i32> = values
-                    .iter()
-                    .filter(|(p, _)| p == ph)
-                    .map(|(_, v)| *v)
-                    .collect();
-                crate::domain::survey::is_straightlined(&v)
-            });
-            hot::Complete {
-                id: participant,
-                status: Outcome::Completed.status(),
-                at: t,
-                straight,
-            }
-            .execute(conn)?;
-        }
+        Effect::Complete => complete(conn, participant, t)?,
     }
     Ok(result)
+}
+
+/// Completion: the straight-lining flag from the stored answers, then the status.
+fn complete(
+    conn: &mut DbConnection,
+    participant: ParticipantId,
+    t: NaiveDateTime,
+) -> Result<(), StoreError> {
+    let values = responses::table
+        .filter(responses::participant_id.eq(participant))
+        .select((responses::phase, responses::value));
+    let values: Vec<(Measure, i32)> = per_backend!(conn, |c| values.load(c)).map_err(
+        corrupt_row("responses", format!("of participant {participant}")),
+    )?;
+    let straight = [Measure::Default, Measure::Evoked].iter().any(|ph| {
+        let v: Vec<i32> = values
+            .iter()
+            .filter(|(p, _)| p == ph)
+            .map(|(_, v)| *v)
+            .collect();
+        crate::domain::survey::is_straightlined(&v)
+    });
+    hot::Complete {
+        id: participant,
+        status: Outcome::Completed.status(),
+        at: t,
+        straight,
+    }
+    .execute(conn)?;
+    Ok(())
+}
+
+/// The situation page's free text (#18). Once: the submit's guard let only this request
+/// through, and the UNIQUE participant column would refuse a second row anyway.
+fn insert_text(
+    conn: &mut DbConnection,
+    participant: ParticipantId,
+    text: FreeTextAnswer,
+    t: NaiveDateTime,
+) -> QueryResult<()> {
+    diesel::insert_into(participant_texts::table)
+        .values((
+            participant_texts::participant_id.eq(participant),
+            participant_texts::task_key.eq(text.task),
+            participant_texts::prompt.eq(text.prompt),
+            participant_texts::body.eq(text.body),
+            participant_texts::created_at.eq(t),
+        ))
+        .execute(conn)?;
+    Ok(())
 }
 
 /// The situation page's flags (a flag once set stays set): one UPDATE at most, and none for
@@ -897,10 +961,15 @@ fn delete_answers(conn: &mut DbConnection, participant: ParticipantId) -> QueryR
     .execute(conn)?;
     diesel::delete(page_events::table.filter(page_events::participant_id.eq(participant)))
         .execute(conn)?;
+    diesel::delete(
+        participant_texts::table.filter(participant_texts::participant_id.eq(participant)),
+    )
+    .execute(conn)?;
     Ok(())
 }
 
-/// Withdraws a participant: deletes every answer, the demographics and the timings. The row
+/// Withdraws a participant: deletes every answer (the free text too), the demographics and
+/// the timings. The row
 /// stays (status `withdrawn`) so the same Prolific id returning is not counted as new.
 pub fn withdraw(conn: &mut DbConnection, participant: ParticipantId) -> Result<(), StoreError> {
     conn.transaction(|conn| {
@@ -928,6 +997,22 @@ pub fn answers(
         .order((responses::phase, responses::item_number))
         .select((responses::phase, responses::item_number, responses::value))
         .load(conn)
+}
+
+/// A participant's stored free-text answer (#18): (task key, prompt, text).
+pub fn free_text(
+    conn: &mut DbConnection,
+    participant: ParticipantId,
+) -> QueryResult<Option<(String, String, String)>> {
+    participant_texts::table
+        .filter(participant_texts::participant_id.eq(participant))
+        .select((
+            participant_texts::task_key,
+            participant_texts::prompt,
+            participant_texts::body,
+        ))
+        .first(conn)
+        .optional()
 }
 
 /// The situation text and key a participant was assigned.

@@ -176,6 +176,9 @@ diesel::table! {
         /// The valences of the situations participants are assigned, a JSON list; empty for
         /// all (#18).
         valences -> Text,
+        /// The free-text field of the situation page (#18), JSON (`domain::study::FreeTextField`);
+        /// `null` for none.
+        free_text -> Text,
     }
 }
 
@@ -570,3 +573,19 @@ diesel::table! {
 diesel::joinable!(text_scores -> model_trials (trial_id));
 diesel::allow_tables_to_appear_in_same_query!(text_scores, model_trials);
 diesel::allow_tables_to_appear_in_same_query!(text_scores, model_runs);
+
+diesel::table! {
+    /// Human participants' free-text answers (#18), at most one per participant, with the task
+    /// and the prompt as shown (`store::participants`).
+    participant_texts (id) {
+        id -> BigInt,
+        participant_id -> BigInt,
+        task_key -> Text,
+        prompt -> Text,
+        body -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(participant_texts -> participants (participant_id));
+diesel::allow_tables_to_appear_in_same_query!(participant_texts, participants);

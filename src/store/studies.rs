@@ -7,7 +7,7 @@ use super::schema::{situations, studies};
 use super::{DbConnection, InstrumentId, SituationSetId, StoreError, StudyId, now};
 use crate::domain::language::Lang;
 use crate::domain::situation::Valence;
-use crate::domain::study::{StudyConfig, StudyStatus};
+use crate::domain::study::{FreeTextField, StudyConfig, StudyStatus};
 
 /// A study as listed.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -64,6 +64,7 @@ struct Settings<'a> {
     retention_until: Option<chrono::NaiveDateTime>,
     languages: Json<Vec<Lang>>,
     valences: Json<Vec<Valence>>,
+    free_text: Json<Option<FreeTextField>>,
     updated_at: chrono::NaiveDateTime,
 }
 
@@ -101,6 +102,7 @@ fn settings<'a>(config: &'a StudyConfig, sources: Sources) -> Result<Settings<'a
         retention_until: sources.retention_until,
         languages: Json(config.languages.clone()),
         valences: Json(config.valences.clone()),
+        free_text: Json(config.free_text.clone()),
         updated_at: now(),
     })
 }
@@ -248,6 +250,8 @@ pub struct Study {
     pub languages: Json<Vec<Lang>>,
     /// The valences of the situations participants are assigned; empty for all (#18).
     pub valences: Json<Vec<Valence>>,
+    /// The situation page's free-text field, if the study has one (#18).
+    pub free_text: Json<Option<FreeTextField>>,
 }
 
 impl Study {
@@ -293,6 +297,7 @@ impl Study {
         c.reservation_minutes = self.reservation_minutes;
         c.languages = self.languages.0.clone();
         c.valences = self.valences.0.clone();
+        c.free_text = self.free_text.0.clone();
         c
     }
 

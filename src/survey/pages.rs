@@ -8,6 +8,7 @@ use askama::Template;
 
 use super::context::{SurveyContext, prolific_completion_url};
 use crate::app::survey::{self, PageForm, Posted};
+use crate::domain::freetext;
 use crate::domain::instrument::Instrument;
 use crate::domain::protocol;
 use crate::domain::survey::{
@@ -199,6 +200,82 @@ struct SituationPage {
     text: String,
     min_seconds: i32,
     wait_note: String,
+    /// The study's free-text field (#18), if it has one.
+    free_text: Option<TextFieldView>,
+}
+
+/// The situation page's free-text field as shown: the prompt (its label), the limit (the
+/// hint the field is described by), and what was typed when the page comes back refused.
+pub struct TextFieldView {
+    pub name: &'static str,
+    pub prompt: String,
+    pub required: bool,
+    pub max_chars: u32,
+    pub hint: String,
+    pub value: String,
+    pub error: Option<String>,
+}
+
+/// The situation page: its text and, when the study has one, the free-text field with what was
+/// typed (`submitted`) and the message of `errors` (a refused submit).
+fn situation_page(
+    ctx: &SurveyContext,
+    csrf: &str,
+    text: String,
+    field: Option<&survey::TextField>,
+    submitted: &[(String, String)],
+    errors: &FormErrors,
+) -> SituationPage {
+    let free_text = field.map(|f| {
+        let value = submitted
+            .iter()
+            .find(|(k, _)| k == freetext::HUMAN_FIELD)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let error = errors.items.get(&survey::TEXT_ERROR).map(|id| {
+            if id == survey::TEXT_TOO_LONG {
+                // As the server counted it: line breaks once, whatever the browser sent.
+                let chars = value.replace("\r\n", "\n").trim().chars().count();
+                ctx.tr.n2(
+                    "free-text-too-long",
+                    ("chars", chars as i64),
+                    ("max", i64::from(f.max_chars)),
+                )
+            } else {
+                ctx.tr.t(id)
+            }
+        });
+        TextFieldView {
+            name: freetext::HUMAN_FIELD,
+            prompt: f.prompt.clone(),
+            required: f.required,
+            max_chars: f.max_chars,
+            hint: ctx.tr.n(
+                if f.required {
+                    "free-text-hint-required"
+                } else {
+                    "free-text-hint-optional"
+                },
+                "max",
+                i64::from(f.max_chars),
+            ),
+            value,
+            error,
+        }
+    });
+    SituationPage {
+        frame: Frame::new(ctx, Page::Situation, csrf),
+        heading: ctx.tr.t("situation-heading"),
+        intro: ctx.tr.t("situation-intro"),
+        text,
+        min_seconds: ctx.study.min_situation_seconds,
+        wait_note: ctx.tr.n(
+            "situation-wait",
+            "seconds",
+            i64::from(ctx.study.min_situation_seconds),
+        ),
+        free_text,
+    }
 }
 
 #[derive(Template)]
@@ -537,9 +614,18 @@ pub(super) async fn show(
     // One trip to the database: the participant, the "shown" timestamp and, on the situation
     // page and the second questionnaire (which repeats it in one line), its text.
     let requested = Page::parse(page_name);
-    let study_id = ctx.study.id;
-    let Some((p, text)) = state
-        .survey_db(move |conn| Ok(participants::open_page(conn, study_id, &key, requested)?))
+    let study = ctx.study.clone();
+    let Some((p, text, field)) = state
+        .survey_db(move |conn| {
+            let Some((p, text)) = participants::open_page(conn, study.id, &key, requested)? else {
+                return Ok(None);
+            };
+            let field = match p.page() {
+                Page::Situation => survey::text_field(conn, &study)?,
+                _ => None,
+            };
+            Ok(Some((p, text, field)))
+        })
         .await?
     else {
         return Ok(see_other(&ctx.entry_url()));
@@ -554,18 +640,15 @@ pub(super) async fn show(
         let text = text.ok_or_else(|| {
             AppError::internal("participant without a situation on the situation page")
         })?;
-        render(SituationPage {
-            frame: Frame::new(&ctx, current, &csrf),
-            heading: ctx.tr.t("situation-heading"),
-            intro: ctx.tr.t("situation-intro"),
+        let none = FormErrors::default();
+        render(situation_page(
+            &ctx,
+            &csrf,
             text,
-            min_seconds: ctx.study.min_situation_seconds,
-            wait_note: ctx.tr.n(
-                "situation-wait",
-                "seconds",
-                i64::from(ctx.study.min_situation_seconds),
-            ),
-        })?
+            field.as_ref(),
+            &[],
+            &none,
+        ))?
     } else {
         render_page(&ctx, &p, current, &csrf, text.as_deref())?
     };
@@ -629,6 +712,24 @@ pub(super) async fn submit(
                 };
                 render_status(
                     questionnaire(&ctx, &p, current, &csrf, &fields, &e, text.as_deref()),
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                )
+            }
+            // The free text refused (missing or too long): the page again with it as typed.
+            Page::Situation => {
+                let study = ctx.study.clone();
+                let p2 = p.clone();
+                let (text, field) = state
+                    .survey_db(move |conn| {
+                        let text = participants::situation_of(conn, &p2)?.map(|(_, t)| t);
+                        Ok((text, survey::text_field(conn, &study)?))
+                    })
+                    .await?;
+                let text = text.ok_or_else(|| {
+                    AppError::internal("participant without a situation on the situation page")
+                })?;
+                render_status(
+                    situation_page(&ctx, &csrf, text, field.as_ref(), &fields, &e),
                     StatusCode::UNPROCESSABLE_ENTITY,
                 )
             }

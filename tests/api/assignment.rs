@@ -69,6 +69,7 @@ fn step(page: Page, rng: &mut ChaCha8Rng) -> (Page, Effect) {
             Effect::Situation {
                 too_fast: false,
                 honeypot: false,
+                text: None,
             },
         ),
         Page::PanasAfter => (Page::Check, panas(Measure::Evoked, rng)),
@@ -484,6 +485,7 @@ fn every_survey_query_is_answered_from_an_index_however_large_the_study() {
         "responses",
         "page_events",
         "attention_checks",
+        "participant_texts",
     ];
     let mut explained = 0;
     for sql in &statements {

@@ -150,8 +150,9 @@ fn a_10000_participant_study_streams_csv_that_pandas_reads_back(db: TestDb) {
     assert_eq!(shapes[2], (long_cols + wide_cols, 6));
     // identity 10 (with the language the pages were shown in), times 2, demographics 5,
     // situation 4, items 40, PA/NA scores 6, quality 5, evidence 12 (six more flags, the speed
-    // index, model-likeness and its model, the reasons, excluded and by what).
-    assert_eq!(wide_cols, 84);
+    // index, model-likeness and its model, the reasons, excluded and by what), free text 2
+    // (the prompt and the answer, #18).
+    assert_eq!(wide_cols, 86);
     assert_eq!(long_cols, 21);
 }
 

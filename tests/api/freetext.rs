@@ -990,3 +990,337 @@ fn local_model_a_free_text_run_is_scored_and_reported_with_no_key() {
     // Welch's t is defined on 3 + 3 answers unless both groups have no variance at all.
     assert!(md.contains("Welch's t-test"), "{md}");
 }
+
+// -------------------------------------------------------------------------------------------
+// Human participants' free text on the situation page (#18, acceptance point 3), over HTTP
+// -------------------------------------------------------------------------------------------
+
+/// The free-text task the human studies below ask (its first target is what people see).
+pub const HUMAN_TASK: &str = "SAY-HUMAN";
+/// The prompt participants see: the task's prompt about its first target.
+pub const HUMAN_PROMPT: &str = "In a sentence or two, what do you think about your neighbours now?";
+
+/// Stores [`HUMAN_TASK`] unless the database has it.
+pub fn make_human_task(app: &crate::helpers::TestApp) {
+    use emotionbench::store::instruments;
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    if instruments::load(&mut conn, HUMAN_TASK).unwrap().is_none() {
+        let task = emotionbench::domain::freetext::task(
+            HUMAN_TASK,
+            "In a sentence or two, what do you think about TARGET now?",
+            "",
+            &["your neighbours", "cats"],
+        );
+        instruments::upsert(&mut conn, &task, false).unwrap();
+    }
+}
+
+/// An open study (`survey::make_study`) whose situation page asks [`HUMAN_TASK`].
+pub fn make_text_study(app: &crate::helpers::TestApp, slug: &str, required: bool, max_chars: u32) {
+    make_human_task(app);
+    crate::survey::make_study(app, slug, |c| {
+        c.free_text = Some(emotionbench::domain::study::FreeTextField {
+            task: HUMAN_TASK.into(),
+            required,
+            max_chars,
+        });
+    });
+}
+
+fn table_count(app: &crate::helpers::TestApp, table: &str) -> i64 {
+    use diesel::prelude::*;
+    #[derive(QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    diesel::sql_query(format!("SELECT COUNT(*) AS n FROM {table}"))
+        .get_result::<N>(&mut conn)
+        .unwrap()
+        .n
+}
+
+/// The stored free text of the participant with Prolific id `pid` in `slug`: (task, prompt,
+/// text).
+fn stored_text(
+    app: &crate::helpers::TestApp,
+    slug: &str,
+    pid: &str,
+) -> Option<(String, String, String)> {
+    use emotionbench::store::{participants, studies};
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let study = studies::load(&mut conn, slug).unwrap().unwrap();
+    let p = participants::by_pid(&mut conn, study.id, pid)
+        .unwrap()
+        .unwrap();
+    participants::free_text(&mut conn, p.id).unwrap()
+}
+
+/// A CSV download as (header, rows).
+fn csv_rows(body: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::Reader::from_reader(body.as_bytes());
+    let header = r.headers().unwrap().iter().map(str::to_owned).collect();
+    let rows = r
+        .records()
+        .map(|rec| rec.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    (header, rows)
+}
+
+/// A participant types a formula, line breaks and four-byte characters into the field: the
+/// page labels the field with the prompt and describes its limit, a double submit stores the
+/// text once, the log lines of the request never hold it, and the wide export has it (a
+/// formula neutralised, raw on request) with the prompt, documented in the codebook.
+fn a_participants_free_text_is_stored_once_exported_neutralised_and_never_logged(db: TestDb) {
+    use crate::survey::{PID, walk_to};
+    use emotionbench::store::users;
+    let app = crate::helpers::spawn_app(db);
+    make_text_study(&app, "words", false, 200);
+    let b = app.browser();
+    let (page, path) = walk_to(&b, &format!("/s/words?PROLIFIC_PID={PID}"), "situation");
+    let body = &page.body;
+    assert!(
+        body.contains(&format!("<label for=\"free-text\">{HUMAN_PROMPT}</label>")),
+        "{body}"
+    );
+    assert!(body.contains("maxlength=\"200\""), "{body}");
+    assert!(
+        body.contains("aria-describedby=\"free-text-hint\""),
+        "{body}"
+    );
+    assert!(body.contains("id=\"free-text-hint\">Optional. At most 200 characters."));
+    assert!(!body.contains(" required"), "optional: {body}");
+    let typed = "=HYPERLINK(\"http://evil.example\",\"Zebrafish-7f3c\")\r\nline two é€😀";
+    let csrf = page.csrf();
+    let first = b.post(&path, &[("csrf", &csrf), ("free_text", typed)]);
+    let second = b.post(&path, &[("csrf", &csrf), ("free_text", typed)]);
+    assert_eq!(first.status, 303, "{}", first.body);
+    assert_eq!(second.status, 303, "{}", second.body);
+    assert_eq!(
+        first.location(),
+        second.location(),
+        "both land on the next page"
+    );
+    assert_eq!(table_count(&app, "participant_texts"), 1, "stored once");
+    let stored = "=HYPERLINK(\"http://evil.example\",\"Zebrafish-7f3c\")\nline two é€😀";
+    assert_eq!(
+        stored_text(&app, "words", PID),
+        Some((HUMAN_TASK.into(), HUMAN_PROMPT.into(), stored.into()))
+    );
+    // Successful requests are not logged; nothing of the text is.
+    assert!(
+        app.log_lines_with("Zebrafish-7f3c").is_empty(),
+        "never the text"
+    );
+    // On to the end, then the export.
+    walk_to(&b, &format!("/s/words?PROLIFIC_PID={PID}"), "never");
+    let researcher = crate::admin::signed_in(&app, users::Role::Researcher);
+    let wide = researcher.get("/admin/studies/words/export/wide.csv");
+    assert_eq!(wide.status, 200, "{}", wide.body);
+    let (header, rows) = csv_rows(&wide.body);
+    let n = header.len();
+    assert_eq!(header[n - 2..], ["free_text_prompt", "free_text"]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][n - 2], HUMAN_PROMPT);
+    assert_eq!(rows[0][n - 1], format!("'{stored}"), "neutralised");
+    let raw = researcher.get("/admin/studies/words/export/wide.csv?raw=1");
+    let (_, rows) = csv_rows(&raw.body);
+    assert_eq!(rows[0][n - 1], stored, "raw on request");
+    // The long file is one row per rated item: no text in it.
+    let long = researcher.get("/admin/studies/words/export/long.csv");
+    assert!(!long.body.contains("Zebrafish-7f3c"));
+    let codebook = researcher.get("/admin/studies/words/export/codebook.csv");
+    let (_, rows) = csv_rows(&codebook.body);
+    let row = rows
+        .iter()
+        .find(|r| r[0] == "wide" && r[1] == "free_text")
+        .expect("the codebook has free_text");
+    assert_eq!(row[3], "string");
+    assert!(row[5].contains("as typed"), "{row:?}");
+    assert!(row[5].contains("prefixed with '"), "neutralised: {row:?}");
+    let prompt = rows
+        .iter()
+        .find(|r| r[0] == "wide" && r[1] == "free_text_prompt")
+        .unwrap();
+    assert!(prompt[5].contains(HUMAN_TASK), "{prompt:?}");
+}
+
+/// A required field left empty, and a text one character over the limit (counted in
+/// characters: 11 of them are 17 bytes), come back as the page with the message and the text
+/// as typed (escaped), with nothing stored and the participant still on the page; a text at
+/// the limit in four-byte characters (40 bytes) is stored whole.
+fn an_over_long_or_missing_free_text_is_refused_with_the_page_again_and_the_text_kept(db: TestDb) {
+    use crate::survey::{PID, walk_to};
+    let app = crate::helpers::spawn_app(db);
+    make_text_study(&app, "short", true, 10);
+    let b = app.browser();
+    let (page, path) = walk_to(&b, &format!("/s/short?PROLIFIC_PID={PID}"), "situation");
+    assert!(page.body.contains(" required"), "{}", page.body);
+    assert!(page.body.contains("Required. At most 10 characters."));
+    let csrf = page.csrf();
+    let r = b.post(&path, &[("csrf", &csrf), ("free_text", "  \r\n ")]);
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body
+            .contains("Please write an answer before you continue.")
+    );
+    assert!(r.body.contains("aria-invalid=\"true\""));
+    assert!(
+        r.body
+            .contains("aria-describedby=\"free-text-hint free-text-error\"")
+    );
+    let over = "<b>éééé</b>"; // 11 characters
+    let r = b.post(&path, &[("csrf", &csrf), ("free_text", over)]);
+    assert_eq!(r.status, 422, "{}", r.body);
+    // The refusal is logged (a 4xx), without the text.
+    let id = r.header("x-request-id").unwrap().to_owned();
+    let lines = app.log_lines_with(&id);
+    assert!(!lines.is_empty(), "the refusal is logged");
+    assert!(lines.iter().all(|l| !l.contains("éééé")), "{lines:?}");
+    assert!(
+        r.body
+            .contains("Your answer is 11 characters long; please shorten it to at most 10"),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body.contains(">&#60;b&#62;éééé&#60;/b&#62;</textarea>"),
+        "kept, escaped: {}",
+        r.body
+    );
+    assert!(!r.body.contains("<b>éééé"), "never as markup");
+    assert_eq!(table_count(&app, "participant_texts"), 0, "nothing stored");
+    assert_eq!(b.get(&path).status, 200, "still on the situation page");
+    let at_limit = "😀".repeat(10);
+    let r = b.post(&path, &[("csrf", &csrf), ("free_text", &at_limit)]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let (_, _, text) = stored_text(&app, "short", PID).unwrap();
+    assert_eq!(text, at_limit, "whole, never cut");
+}
+
+/// A study without the field: the situation page has no text field, and a form that sends one
+/// anyway is one no page of ours sends (400, nothing stored).
+fn a_study_without_the_field_shows_none_and_refuses_a_text(db: TestDb) {
+    use crate::survey::{make_study, walk_to};
+    let app = crate::helpers::spawn_app(db);
+    make_human_task(&app);
+    make_study(&app, "plain", |_| {});
+    let b = app.browser();
+    let (page, path) = walk_to(&b, "/s/plain", "situation");
+    assert!(!page.body.contains("<textarea"), "{}", page.body);
+    assert!(!page.body.contains("free_text"));
+    let r = b.post(&path, &[("csrf", &page.csrf()), ("free_text", "hello")]);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(table_count(&app, "participant_texts"), 0);
+}
+
+/// The study form sets the field (task, required, limit) and refuses a questionnaire as the
+/// task and a limit over the maximum; the definition file carries the task to another
+/// installation, whose participants then get the field.
+fn the_field_is_set_in_the_study_form_and_travels_in_the_definition_file(db: TestDb) {
+    use crate::study_setup::study_form;
+    use emotionbench::domain::study::FreeTextField;
+    use emotionbench::store::{studies, users};
+    let backend = db.backend;
+    let app = crate::helpers::spawn_app(db);
+    crate::survey::make_study(&app, "seed", |_| {}); // brings the demo situation set
+    make_human_task(&app);
+    let admin = crate::admin::signed_in(&app, users::Role::Admin);
+    let new = admin.get("/admin/studies/new");
+    assert!(new.body.contains("id=\"free_text_task\""), "{}", new.body);
+    assert!(
+        new.body
+            .contains(&format!("<option value=\"{HUMAN_TASK}\">"))
+    );
+    let token = new.csrf();
+    let post = |extra: &[(&str, &str)]| {
+        let mut form = study_form(&token, "texts", &[]);
+        form.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let fields: Vec<(&str, &str)> =
+            form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        admin.post("/admin/studies", &fields)
+    };
+    let r = post(&[("free_text_task", "PANAS"), ("free_text_max", "300")]);
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body
+            .contains("PANAS is a questionnaire, not a free-text task"),
+        "{}",
+        r.body
+    );
+    let r = post(&[("free_text_task", HUMAN_TASK), ("free_text_max", "5000")]);
+    assert_eq!(r.status, 422);
+    assert!(r.body.contains("1 to 2000 characters"), "{}", r.body);
+    let r = post(&[
+        ("free_text_task", HUMAN_TASK),
+        ("free_text_required", "on"),
+        ("free_text_max", "300"),
+    ]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let want = Some(FreeTextField {
+        task: HUMAN_TASK.into(),
+        required: true,
+        max_chars: 300,
+    });
+    {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let s = studies::load(&mut conn, "texts").unwrap().unwrap();
+        assert_eq!(s.config().free_text, want);
+    }
+    // The edit form shows it as saved.
+    let edit = admin.get("/admin/studies/texts/edit");
+    assert!(
+        edit.body
+            .contains(&format!("<option value=\"{HUMAN_TASK}\" selected>")),
+        "{}",
+        edit.body
+    );
+    assert!(edit.body.contains("name=\"free_text_required\" checked"));
+    assert!(edit.body.contains("value=\"300\""));
+    // The definition file carries the setting and the task.
+    let exported = ok(crate::helpers::cli(
+        &app.db.url,
+        &["studies", "export", "texts"],
+    ));
+    assert!(exported.contains("\"free_text_task\""), "{exported}");
+    assert!(
+        exported.contains(&format!("\"task\": \"{HUMAN_TASK}\"")),
+        "{exported}"
+    );
+    let other = TestDb::of(backend).unwrap();
+    let other_url = other.url.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("texts.study.json");
+    std::fs::write(&file, &exported).unwrap();
+    ok(crate::helpers::cli(
+        &other_url,
+        &["studies", "import", file.to_str().unwrap()],
+    ));
+    assert_eq!(
+        ok(crate::helpers::cli(
+            &other_url,
+            &["studies", "export", "texts"]
+        )),
+        exported
+    );
+    let pool = db::connect(&other_url, 1).unwrap();
+    let mut conn = pool.get().unwrap();
+    let s = studies::load(&mut conn, "texts").unwrap().unwrap();
+    assert_eq!(s.config().free_text, want);
+    let (_, task) = emotionbench::store::instruments::load(&mut conn, HUMAN_TASK)
+        .unwrap()
+        .unwrap();
+    assert!(task.is_free_text());
+}
+
+on_both_backends!(
+    a_participants_free_text_is_stored_once_exported_neutralised_and_never_logged,
+    an_over_long_or_missing_free_text_is_refused_with_the_page_again_and_the_text_kept,
+    a_study_without_the_field_shows_none_and_refuses_a_text,
+    the_field_is_set_in_the_study_form_and_travels_in_the_definition_file,
+);

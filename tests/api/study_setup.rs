@@ -11,7 +11,7 @@ use crate::on_both_backends;
 use crate::survey::{PID, make_study, walk_to};
 
 /// The study form as the new-study page fills it, with `changes` applied.
-fn study_form(csrf: &str, slug: &str, changes: &[(&str, &str)]) -> Vec<(String, String)> {
+pub fn study_form(csrf: &str, slug: &str, changes: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut form: Vec<(String, String)> = [
         ("csrf", csrf),
         ("title", "Launch test"),

@@ -393,16 +393,27 @@ fn declining_consent_ends_with_no_consent_and_stores_nothing(db: TestDb) {
     assert!(page.body.contains("NOCONSENT1"));
 }
 
+/// Withdrawing deletes the questionnaire answers, the demographics and the free text of the
+/// situation page (#18).
 fn withdrawing_deletes_the_answers(db: TestDb) {
     let app = spawn_app(db);
-    make_study(&app, "withdraw", |_| {});
+    crate::freetext::make_text_study(&app, "withdraw", false, 100);
     let b = app.browser();
-    let (page, _) = walk_to(&b, &format!("/s/withdraw?PROLIFIC_PID={PID}"), "situation");
+    let (page, path) = walk_to(&b, &format!("/s/withdraw?PROLIFIC_PID={PID}"), "situation");
     assert_eq!(count(&app, "responses"), 20);
     assert!(
         page.body.contains("/s/withdraw/withdraw"),
         "every page links to withdrawal"
     );
+    let r = b.post(
+        &path,
+        &[
+            ("csrf", &page.csrf()),
+            ("free_text", "My neighbours are kind."),
+        ],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(count(&app, "participant_texts"), 1);
     let confirm = b.get("/s/withdraw/withdraw");
     assert_eq!(confirm.status, 200);
     let r = b.post("/s/withdraw/withdraw", &[("csrf", &confirm.csrf())]);
@@ -411,6 +422,7 @@ fn withdrawing_deletes_the_answers(db: TestDb) {
         (303, Some("/s/withdraw/withdrawn"))
     );
     assert_eq!(count(&app, "responses"), 0);
+    assert_eq!(count(&app, "participant_texts"), 0, "the free text too");
     let p = participant(&app, "withdraw", PID);
     assert_eq!(p.status.as_str(), "withdrawn");
     assert!(p.demographics.is_none());
