@@ -2416,3 +2416,157 @@ fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
 }
 
 on_both_backends!(a_real_browser_takes_the_survey_in_german_and_in_chinese);
+
+/// Issue #18, acceptance point 3: a participant writes free text on the situation page, on a
+/// phone (360 px) and on a desktop (1280 px). In each, the page with the field and the page
+/// refusing an over-long text (the browser's `maxlength` taken off, as a form-filler would)
+/// pass axe and the layout check; the text typed with the keyboard is what the export has.
+fn a_real_browser_writes_free_text_on_the_situation_page_on_a_phone_and_a_desktop(db: TestDb) {
+    let Some(axe) = axe_source() else { return };
+    let backend = backend_name(&db);
+    let app = spawn_app(db);
+    crate::freetext::make_text_study(&app, "texts", true, 120);
+    let base = app.base.clone();
+    let page = |p: &str| format!("/s/texts/{p}");
+    let mut failures = Vec::new();
+    let mut minor = Vec::new();
+    let mut pages = 0;
+    let mut typed = Vec::new();
+    for (viewport, pid) in [
+        ((360, 740), "5f1a2b3c4d5e6f7a8b9c0f01"),
+        ((1280, 800), "5f1a2b3c4d5e6f7a8b9c0f02"),
+    ] {
+        let Some(chrome) = Chrome::start_at(viewport) else {
+            return;
+        };
+        let c = &chrome;
+        let mut audit = Audit::new(c, axe.clone(), backend);
+        c.goto(&format!("{base}/s/texts?PROLIFIC_PID={pid}"));
+        c.wait_for(&base, &page("consent"));
+        c.click(&c.css("button[name='consent'][value='yes']"));
+        c.wait_for(&base, &page("demographics"));
+        for (name, value) in [
+            ("gender", "Female"),
+            ("year_of_birth", "1990"),
+            ("country", "Prefer not to say"),
+            ("employment_status", "Student"),
+            ("education", "University - Bachelors"),
+        ] {
+            fill(c, &format!("f-{name}"), value);
+        }
+        c.click(&c.css("button[type='submit']"));
+        c.wait_for(&base, &page("feelings-now"));
+        for n in items_in(&c.source()) {
+            click_radio(
+                c,
+                &format!("item-{n}"),
+                &panas_value("feelings-now", n).to_string(),
+            );
+        }
+        c.click(&c.css("form button[type='submit']"));
+
+        c.wait_for(&base, &page("situation"));
+        let source = c.source();
+        assert!(source.contains("<textarea"), "{source}");
+        assert!(source.contains(crate::freetext::HUMAN_PROMPT), "{source}");
+        c.exec(
+            "document.getElementById('free-text').scrollIntoView({block: 'center'});",
+            json!([]),
+        );
+        audit.check("free-text situation");
+        // Over the limit: the page comes back with the message and the text.
+        c.exec(
+            "document.getElementById('free-text').removeAttribute('maxlength');",
+            json!([]),
+        );
+        let field = c.css("#free-text");
+        c.cmd(
+            "POST",
+            &format!("/element/{field}/value"),
+            json!({"text": "x".repeat(121)}),
+        );
+        c.click(&c.css("#continue"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while c.exec(
+            "return document.readyState === 'complete' && !!document.getElementById('free-text-error')",
+            json!([]),
+        ) != true
+        {
+            assert!(Instant::now() < deadline, "no error after an over-long text");
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        assert_eq!(
+            c.exec(
+                "return document.getElementById('free-text').value.length",
+                json!([])
+            ),
+            json!(121),
+            "the text is kept"
+        );
+        c.exec(
+            "document.getElementById('free-text').scrollIntoView({block: 'center'});",
+            json!([]),
+        );
+        audit.check("free-text refused");
+        // Typed with the keyboard: a line break and a formula among the words.
+        let text = format!("=1+1 they are loud at night ({}).\nBut kind.", viewport.0);
+        let field = c.css("#free-text");
+        c.cmd("POST", &format!("/element/{field}/clear"), json!({}));
+        c.cmd(
+            "POST",
+            &format!("/element/{field}/value"),
+            json!({"text": text}),
+        );
+        c.click(&c.css("#continue"));
+
+        c.wait_for(&base, &page("feelings-imagined"));
+        for n in items_in(&c.source()) {
+            click_radio(
+                c,
+                &format!("item-{n}"),
+                &panas_value("feelings-imagined", n).to_string(),
+            );
+        }
+        c.click(&c.css("form button[type='submit']"));
+        c.wait_for(&base, &page("check"));
+        click_radio(c, "answer", "A little");
+        c.click(&c.css("form button[type='submit']"));
+        c.wait_for(&base, &page("debrief"));
+        c.click(&c.css("form button[type='submit']"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !c
+            .url()
+            .starts_with("https://app.prolific.com/submissions/complete")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "never redirected; at {}",
+                c.url()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        pages += audit.pages.len();
+        failures.extend(std::mem::take(&mut audit.failures));
+        minor.extend(std::mem::take(&mut audit.minor));
+        typed.push(text);
+    }
+    for m in &minor {
+        eprintln!("minor: {m}");
+    }
+    assert_eq!(pages, 4);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The export has each participant's text as typed, the formula neutralised.
+    let researcher = crate::admin::signed_in(&app, emotionbench::store::users::Role::Researcher);
+    let wide = researcher.get("/admin/studies/texts/export/wide.csv");
+    assert_eq!(wide.status, 200);
+    let mut r = csv::Reader::from_reader(wide.body.as_bytes());
+    let header: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
+    let at = header.iter().position(|h| h == "free_text").unwrap();
+    let mut exported: Vec<String> = r.records().map(|rec| rec.unwrap()[at].to_owned()).collect();
+    exported.sort();
+    let mut want: Vec<String> = typed.iter().map(|t| format!("'{t}")).collect();
+    want.sort();
+    assert_eq!(exported, want);
+}
+
+on_both_backends!(a_real_browser_writes_free_text_on_the_situation_page_on_a_phone_and_a_desktop);
