@@ -2420,12 +2420,18 @@ on_both_backends!(a_real_browser_takes_the_survey_in_german_and_in_chinese);
 /// Issue #18, acceptance point 3: a participant writes free text on the situation page, on a
 /// phone (360 px) and on a desktop (1280 px). In each, the page with the field and the page
 /// refusing an over-long text (the browser's `maxlength` taken off, as a form-filler would)
-/// pass axe and the layout check; the text typed with the keyboard is what the export has.
+/// pass axe and the layout check, and so does the study form's free-text fieldset; the text
+/// typed with the keyboard is what the export has.
 fn a_real_browser_writes_free_text_on_the_situation_page_on_a_phone_and_a_desktop(db: TestDb) {
     let Some(axe) = axe_source() else { return };
     let backend = backend_name(&db);
     let app = spawn_app(db);
     crate::freetext::make_text_study(&app, "texts", true, 120);
+    crate::admin::add_user(
+        &app,
+        "texts@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
     let base = app.base.clone();
     let page = |p: &str| format!("/s/texts/{p}");
     let mut failures = Vec::new();
@@ -2545,6 +2551,22 @@ fn a_real_browser_writes_free_text_on_the_situation_page_on_a_phone_and_a_deskto
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        // The researcher's side: the study form's fieldset, as the edit form shows it.
+        sign_in(c, &base, "texts@example.org", crate::admin::PASSWORD);
+        c.goto(&format!("{base}/admin/studies/texts/edit"));
+        c.wait_for(&base, "/admin/studies/texts/edit");
+        assert_eq!(
+            c.exec(
+                "return document.getElementById('free_text_task').value",
+                json!([])
+            ),
+            json!(crate::freetext::HUMAN_TASK)
+        );
+        c.exec(
+            "document.getElementById('free_text_task').scrollIntoView({block: 'center'});",
+            json!([]),
+        );
+        audit.check_with("free-text study form", ADMIN_LAYOUT);
         pages += audit.pages.len();
         failures.extend(std::mem::take(&mut audit.failures));
         minor.extend(std::mem::take(&mut audit.minor));
@@ -2553,7 +2575,7 @@ fn a_real_browser_writes_free_text_on_the_situation_page_on_a_phone_and_a_deskto
     for m in &minor {
         eprintln!("minor: {m}");
     }
-    assert_eq!(pages, 4);
+    assert_eq!(pages, 6);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The export has each participant's text as typed, the formula neutralised.
     let researcher = crate::admin::signed_in(&app, emotionbench::store::users::Role::Researcher);
