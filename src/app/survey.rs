@@ -122,8 +122,9 @@ fn decide(
             }
         }
         Page::Situation => {
-            // The honeypot is the one field of ours besides the ignored ones; whatever it
-            // holds is evidence, never a reason to refuse the page (nothing rejects).
+            // Whatever the honeypot holds is evidence, never a reason to refuse the page
+            // (nothing rejects); only the study's free text, missing or too long, brings the
+            // page back.
             let (honeypot, text) = match parse_situation(fields, ignored, situation.field.as_ref())
             {
                 Ok(form) => form,
