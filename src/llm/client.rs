@@ -76,6 +76,17 @@ pub fn header_delay(
     ms.or_else(|| retry_after.and_then(|v| parse_retry_after(v, now)))
 }
 
+/// The delay a reply's headers ask for ([`header_delay`] over `retry-after-ms` and
+/// `Retry-After`): what both the model providers' and the scorers' clients honour.
+pub fn reply_delay(headers: &ureq::http::HeaderMap) -> Option<Duration> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    header_delay(
+        get("retry-after-ms"),
+        get("retry-after"),
+        chrono::Utc::now(),
+    )
+}
+
 /// A `google.protobuf.Duration` in its JSON form (`"26s"`, `"1.5s"`).
 fn proto_duration(v: &str) -> Option<Duration> {
     let secs: f64 = v.trim().strip_suffix('s')?.parse().ok()?;
@@ -386,11 +397,7 @@ impl Provider {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let retry_after = header_delay(
-            header("retry-after-ms").as_deref(),
-            header("retry-after").as_deref(),
-            chrono::Utc::now(),
-        );
+        let retry_after = reply_delay(resp.headers());
         let should_retry = match header("x-should-retry").as_deref() {
             Some("true") => Some(true),
             Some("false") => Some(false),

@@ -18,8 +18,8 @@ use crate::domain::freetext;
 use crate::domain::prompt::ChatMessage;
 use crate::domain::run::{RunParams, SentParams};
 use crate::llm::client::{
-    CallError, ErrorClass, Provider, classify_status, classify_transport, header_delay,
-    read_error_body,
+    CallError, ErrorClass, Provider, classify_status, classify_transport, read_error_body,
+    reply_delay,
 };
 use crate::llm::wire;
 use crate::store::text_scores::ScoreResult;
@@ -146,17 +146,7 @@ impl Scorer {
         }
         let mut resp = req.send(body.to_string()).map_err(classify_transport)?;
         let status = resp.status().as_u16();
-        let header = |name: &str| {
-            resp.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let retry_after = header_delay(
-            header("retry-after-ms").as_deref(),
-            header("retry-after").as_deref(),
-            chrono::Utc::now(),
-        );
+        let retry_after = reply_delay(resp.headers());
         let text = resp
             .body_mut()
             .with_config()

@@ -211,17 +211,7 @@ pub fn fail(
     owner: &str,
     error: &str,
 ) -> Result<bool, StoreError> {
-    let t = now();
-    let n = diesel::update(held!(id, owner))
-        .set((
-            text_scores::status.eq(TrialStatus::Failed),
-            text_scores::error.eq(error),
-            text_scores::lease_owner.eq(None::<String>),
-            text_scores::lease_expires_at.eq(None::<NaiveDateTime>),
-            text_scores::updated_at.eq(t),
-        ))
-        .execute(conn)?;
-    Ok(n == 1)
+    unlease(conn, id, owner, TrialStatus::Failed, Some(error))
 }
 
 /// Returns the row to the queue (the worker stops; a key was refused), keeping why.
@@ -231,10 +221,22 @@ pub fn release(
     owner: &str,
     error: Option<&str>,
 ) -> Result<bool, StoreError> {
+    unlease(conn, id, owner, TrialStatus::Pending, error)
+}
+
+/// Gives up `owner`'s lease on the row, leaving it in `status` with `error`; false when the
+/// lease was no longer `owner`'s (it ran out and another worker took the row).
+fn unlease(
+    conn: &mut DbConnection,
+    id: TextScoreId,
+    owner: &str,
+    status: TrialStatus,
+    error: Option<&str>,
+) -> Result<bool, StoreError> {
     let t = now();
     let n = diesel::update(held!(id, owner))
         .set((
-            text_scores::status.eq(TrialStatus::Pending),
+            text_scores::status.eq(status),
             text_scores::error.eq(error),
             text_scores::lease_owner.eq(None::<String>),
             text_scores::lease_expires_at.eq(None::<NaiveDateTime>),
