@@ -2341,8 +2341,9 @@ fn journey_in(
 }
 
 /// Issue #20: the survey in German (chosen on the consent page) and in Chinese (from the
-/// link), every page audited at 360 px; the consent pages also at 1280 px; and a right-to-left
-/// catalogue (an Arabic stub the test writes) laid out right to left.
+/// link), every page audited at 360 px; the consent pages also at 1280 px; a right-to-left
+/// catalogue (an Arabic stub the test writes) laid out right to left; and the study's report
+/// with its humans by language, at both widths.
 fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
     let Some(axe) = axe_source() else { return };
     let Some(chrome) = Chrome::start() else {
@@ -2389,6 +2390,28 @@ fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
     );
     assert_eq!(mirrored, true, "the heading starts at the right");
     audit.check("ar consent");
+    // The report of the study (#20, point 3): its humans split by the language they took
+    // part in, on a phone here and on a desktop below.
+    crate::admin::add_user(
+        &app,
+        "langs@example.org",
+        emotionbench::store::users::Role::Admin,
+    );
+    let report_by_language = |c: &Chrome, audit: &mut Audit<'_>, width: &str| {
+        sign_in(c, &app.base, "langs@example.org", crate::admin::PASSWORD);
+        c.goto(&format!("{}/admin/studies/langs/report", app.base));
+        c.wait_for(&app.base, "/admin/studies/langs/report");
+        let source = c.source();
+        assert!(source.contains("By language"), "{source}");
+        audit.check_with(&format!("report {width}"), ADMIN_LAYOUT);
+        c.exec(
+            "Array.from(document.querySelectorAll('h2')).find(function (h) { \
+               return h.textContent === 'By language'; }).scrollIntoView();",
+            json!([]),
+        );
+        audit.check_with(&format!("report by language {width}"), ADMIN_LAYOUT);
+    };
+    report_by_language(c, &mut audit, "phone");
     let mut failures = std::mem::take(&mut audit.failures);
     let mut minor = std::mem::take(&mut audit.minor);
     let mut pages = audit.pages.len();
@@ -2405,13 +2428,14 @@ fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
         assert_eq!(lang_dir_heading(&desktop).0, tag);
         wide.check(&format!("{tag} consent desktop"));
     }
+    report_by_language(&desktop, &mut wide, "desktop");
     pages += wide.pages.len();
     failures.extend(wide.failures);
     minor.extend(wide.minor);
     for m in &minor {
         eprintln!("minor: {m}");
     }
-    assert_eq!(pages, 2 * 9 + 1 + 3);
+    assert_eq!(pages, 2 * 9 + 1 + 3 + 2 * 2);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
