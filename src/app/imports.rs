@@ -153,6 +153,38 @@ pub fn import_situation_texts(
     Ok((parsed.format, done))
 }
 
+/// Imports a translation file's item texts and labels as its instruments' texts in `lang`
+/// (#20): records `{"name", "items": [{"number", "text"}], "labels": [{"value", "label"}]}`
+/// with exactly the instruments' item numbers and labelled values. One transaction with its
+/// audit entry; a record that does not match is refused naming its field, nothing stored.
+pub fn import_instrument_texts(
+    conn: &mut DbConnection,
+    path: &Path,
+    lang: &crate::domain::language::Lang,
+) -> Result<Vec<(String, usize)>, Error> {
+    let bytes = read(path)?;
+    let file = Upload {
+        name: path,
+        bytes: &bytes,
+    };
+    let records =
+        crate::domain::instrument_text::parse_file(file.text()?).map_err(|e| file.malformed(e))?;
+    let source = file.file_name();
+    conn.write_transaction(|conn| {
+        let done = store::instrument_texts::import(conn, lang, &records)?;
+        let keys: Vec<&str> = done.iter().map(|(k, _)| k.as_str()).collect();
+        audit::record(
+            conn,
+            &Actor::Cli,
+            "import.instrument_texts",
+            None,
+            Some(&serde_json::json!({"file": source, "language": lang.as_str(), "instruments": keys})),
+        )?;
+        Ok::<_, StoreError>(done)
+    })
+    .map_err(|e| file.rejected(e))
+}
+
 pub fn import_instruments(
     conn: &mut DbConnection,
     path: &Path,

@@ -25,8 +25,17 @@ pub enum ImportCommand {
         #[arg(long, value_name = "TAG", requires = "set")]
         language: Option<String>,
     },
-    /// Instruments in the EmotionBench questionnaires.json format.
-    Instruments { file: PathBuf },
+    /// Instruments in the EmotionBench questionnaires.json format; with --language, their
+    /// item texts and labels in that language instead.
+    Instruments {
+        file: PathBuf,
+        /// The file holds existing instruments' item texts and labels in this language (a tag
+        /// such as de or zh-CN): a JSON list of {"name", "items": [{"number", "text"}],
+        /// "labels": [{"value", "label"}]} with each instrument's item numbers and labelled
+        /// values (issue #20).
+        #[arg(long, value_name = "TAG")]
+        language: Option<String>,
+    },
     /// Free-text tasks (#18): a JSON list of {"key", "prompt" (with TARGET), "system_prompt",
     /// "targets": [...]}, stored as instruments of the free-text kind.
     Freetext { file: PathBuf },
@@ -111,7 +120,24 @@ pub fn run(settings: &Settings, cmd: ImportCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        ImportCommand::Instruments { file } => {
+        ImportCommand::Instruments {
+            file,
+            language: Some(tag),
+        } => {
+            let lang = emotionbench::domain::language::Lang::parse(&tag)
+                .map_err(|e| anyhow::anyhow!("--language: {e}"))?;
+            for (key, items) in app::imports::import_instrument_texts(&mut conn, &file, &lang)? {
+                println!(
+                    "imported {} into {key}: {items} item texts and its labels in {lang}",
+                    file.display()
+                );
+            }
+            Ok(())
+        }
+        ImportCommand::Instruments {
+            file,
+            language: None,
+        } => {
             let outcomes = app::imports::import_instruments(&mut conn, &file)?;
             let count = |o| outcomes.iter().filter(|(_, x)| *x == o).count();
             println!(

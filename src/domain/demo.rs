@@ -345,6 +345,65 @@ pub fn demo_situations_de() -> Vec<Situation> {
         .collect()
 }
 
+/// The PANAS items in German for the demo (#20), in the standard order of
+/// [`super::instrument::PANAS_ITEMS`]: our own translation, unvalidated. It is not the
+/// validated German PANAS (Krohne et al., 1996); a study that needs that imports it.
+const DEMO_PANAS_DE_ITEMS: [&str; 20] = [
+    "interessiert",
+    "bekümmert",
+    "angeregt",
+    "aufgebracht",
+    "stark",
+    "schuldig",
+    "verängstigt",
+    "feindselig",
+    "begeistert",
+    "stolz",
+    "reizbar",
+    "wachsam",
+    "beschämt",
+    "inspiriert",
+    "nervös",
+    "entschlossen",
+    "aufmerksam",
+    "zappelig",
+    "aktiv",
+    "ängstlich",
+];
+
+/// The PANAS answer labels in German for the demo, values 1..=5: our own, unvalidated.
+const DEMO_PANAS_DE_LABELS: [&str; 5] = [
+    "sehr wenig oder gar nicht",
+    "ein wenig",
+    "mäßig",
+    "ziemlich",
+    "äußerst",
+];
+
+/// The demo's PANAS in German (our own, unvalidated translation) as a translation record:
+/// imported as the PANAS's texts in `de` (#20).
+pub fn demo_panas_de() -> super::instrument_text::TranslationRecord {
+    use super::instrument::ScaleLabel;
+    use super::instrument_text::{ItemText, TranslationRecord};
+    TranslationRecord {
+        name: super::instrument::Instrument::panas().key,
+        items: (1..)
+            .zip(DEMO_PANAS_DE_ITEMS)
+            .map(|(number, text)| ItemText {
+                number,
+                text: text.to_owned(),
+            })
+            .collect(),
+        labels: (1..)
+            .zip(DEMO_PANAS_DE_LABELS)
+            .map(|(value, label)| ScaleLabel {
+                value,
+                label: label.to_owned(),
+            })
+            .collect(),
+    }
+}
+
 /// The key of the demo's free-text task (#18).
 pub const DEMO_FREE_TEXT: &str = "DEMO-SAY";
 
@@ -446,6 +505,14 @@ mod tests {
         let mut texts: Vec<&str> = de.iter().map(|s| s.text.as_str()).collect();
         texts.dedup();
         assert_eq!(texts.len(), 16);
+    }
+
+    #[test]
+    fn the_demo_panas_in_german_fits_the_panas() {
+        let panas = super::super::instrument::Instrument::panas();
+        let t = super::super::instrument_text::check(&panas, 1, &demo_panas_de()).unwrap();
+        assert!(t.fits(&panas));
+        assert_eq!(t.items[0].text, "interessiert");
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod freetext_report;
 pub mod groups;
 pub mod humans;
 pub mod instrument;
+pub mod instrument_text;
 pub mod language;
 pub mod measure;
 pub mod model_results;

@@ -3,7 +3,9 @@
 
 use diesel::prelude::*;
 
-use super::schema::{instrument_categories, instrument_items, instruments, studies};
+use super::schema::{
+    instrument_categories, instrument_items, instrument_texts, instruments, studies,
+};
 use super::{DbConnection, InstrumentId, StoreError, now};
 use crate::domain::instrument::{
     Category, Instrument, Item, ItemOption, ScaleLabel, ScoreMode, Scoring,
@@ -245,6 +247,15 @@ pub fn upsert(
                         inst.key
                     )));
                 }
+            }
+            // A translation (#20) is of the item texts and labels it was checked against;
+            // once they change it would show participants other questions under the same
+            // numbers, so it goes and must be imported again.
+            if items_differ || stored.labels != inst.labels {
+                diesel::delete(
+                    instrument_texts::table.filter(instrument_texts::instrument_id.eq(id.0)),
+                )
+                .execute(conn)?;
             }
             diesel::update(instruments::table.find(id.0))
                 .set(values)

@@ -9,6 +9,7 @@ pub mod columns;
 pub mod db;
 pub mod doors;
 pub mod evidence;
+pub mod instrument_texts;
 pub mod instruments;
 pub mod invites;
 pub mod model_runs;

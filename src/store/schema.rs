@@ -86,6 +86,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// An instrument's item texts and labels in another language than its own (#20), JSON.
+    instrument_texts (instrument_id, language) {
+        instrument_id -> BigInt,
+        language -> Text,
+        items -> Text,
+        labels -> Text,
+    }
+}
+
+diesel::table! {
     instrument_categories (id) {
         id -> BigInt,
         instrument_id -> BigInt,
@@ -386,6 +396,7 @@ diesel::joinable!(situations -> factors (factor_id));
 diesel::joinable!(situation_texts -> situations (situation_id));
 diesel::joinable!(instrument_items -> instruments (instrument_id));
 diesel::joinable!(instrument_categories -> instruments (instrument_id));
+diesel::joinable!(instrument_texts -> instruments (instrument_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(studies -> instruments (instrument_id));
 diesel::joinable!(studies -> situation_sets (situation_set_id));
@@ -422,6 +433,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     instruments,
     instrument_items,
     instrument_categories,
+    instrument_texts,
     users,
     sessions,
     login_attempts,

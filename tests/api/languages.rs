@@ -907,7 +907,127 @@ fn the_admin_run_form_and_export_links_take_a_language(db: TestDb) {
     assert!(refused.body.contains("is not in fr"), "{}", refused.body);
 }
 
+/// `records` as a translation file in `dir`.
+fn instrument_texts_file(
+    dir: &std::path::Path,
+    name: &str,
+    records: &[emotionbench::domain::instrument_text::TranslationRecord],
+) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(records).unwrap()).unwrap();
+    path
+}
+
+fn an_instruments_texts_in_german_are_imported_and_a_mismatched_translation_is_refused(db: TestDb) {
+    use emotionbench::store::{instrument_texts, instruments};
+    let app = spawn_app(db);
+    make_study(&app, "instde", |c| c.languages = langs(&["en", "de"]));
+    let dir = tempfile::tempdir().unwrap();
+    let import = |path: &std::path::Path| {
+        cli(
+            &app.db.url,
+            &[
+                "import",
+                "instruments",
+                path.to_str().unwrap(),
+                "--language",
+                "de",
+            ],
+        )
+    };
+    let german = emotionbench::domain::demo::demo_panas_de();
+    let de = Lang::parse("de").unwrap();
+    let stored = || {
+        let pool = app.pool();
+        let mut conn = pool.get().unwrap();
+        let (id, _) = instruments::load(&mut conn, "PANAS").unwrap().unwrap();
+        instrument_texts::missing(&mut conn, id, std::slice::from_ref(&de)).unwrap()
+    };
+
+    // An item number the PANAS lacks: refused naming the record, the field and why; nothing
+    // stored.
+    let mut wrong = german.clone();
+    wrong.items[3].number = 21;
+    let o = import(&instrument_texts_file(dir.path(), "wrong.json", &[wrong]));
+    assert!(!o.status.success());
+    let err = crate::helpers::stderr(&o);
+    assert!(
+        err.contains("record 1 (PANAS), field \"items\"[4].number")
+            && err.contains("PANAS has no item 21 (its items are 1..=20)"),
+        "{err}"
+    );
+    assert_eq!(stored(), vec![de.clone()]);
+    // A label value the PANAS lacks, likewise.
+    let mut wrong = german.clone();
+    wrong.labels[4].value = 6;
+    let o = import(&instrument_texts_file(dir.path(), "labels.json", &[wrong]));
+    let err = crate::helpers::stderr(&o);
+    assert!(
+        !o.status.success()
+            && err.contains("field \"labels\"[5].value")
+            && err.contains("no label for 6"),
+        "{err}"
+    );
+    // An instrument that does not exist.
+    let mut other = german.clone();
+    other.name = "NOPE".into();
+    let o = import(&instrument_texts_file(dir.path(), "nope.json", &[other]));
+    assert!(crate::helpers::stderr(&o).contains("there is no instrument NOPE"));
+    assert_eq!(stored(), vec![de.clone()]);
+
+    let out = ok(import(&instrument_texts_file(
+        dir.path(),
+        "de.json",
+        &[german],
+    )));
+    assert!(
+        out.contains("into PANAS: 20 item texts and its labels in de"),
+        "{out}"
+    );
+    assert!(stored().is_empty());
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    let (id, own) = instruments::load(&mut conn, "PANAS").unwrap().unwrap();
+    let shown = instrument_texts::get_in(&mut conn, id, Some("de")).unwrap();
+    assert_eq!(shown.items[0].text, "interessiert");
+    assert_eq!(shown.labels[0].label, "sehr wenig oder gar nicht");
+    assert_eq!(shown.categories, own.categories);
+    assert_eq!(instrument_texts::get_in(&mut conn, id, None).unwrap(), own);
+    assert_eq!(
+        instrument_texts::get_in(&mut conn, id, Some("zh-CN")).unwrap(),
+        own
+    );
+    // The import is audited.
+    let audit = emotionbench::store::audit::recent(&mut conn, 5).unwrap();
+    let entry = audit
+        .iter()
+        .find(|e| e.action == "import.instrument_texts")
+        .unwrap();
+    let detail = entry.detail.as_deref().unwrap();
+    assert!(
+        detail.contains("\"language\":\"de\"") && detail.contains("PANAS"),
+        "{detail}"
+    );
+    assert_eq!(
+        audit
+            .iter()
+            .filter(|e| e.action == "import.instrument_texts")
+            .count(),
+        1
+    );
+    // Stored texts that do not decode are an error, never the instrument's own texts.
+    conn.batch_execute("UPDATE instrument_texts SET labels = 'not json'")
+        .unwrap();
+    let e = instrument_texts::get_in(&mut conn, id, Some("de")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("instrument_texts row PANAS de, column labels"),
+        "{e}"
+    );
+}
+
 on_both_backends!(
+    an_instruments_texts_in_german_are_imported_and_a_mismatched_translation_is_refused,
     the_admin_run_form_and_export_links_take_a_language,
     the_report_and_the_exports_split_by_language,
     a_model_run_in_german_sends_what_prompt_show_prints_in_german,
