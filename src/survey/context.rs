@@ -79,7 +79,7 @@ impl SurveyContext {
                 .survey_db(move |conn| Ok(store::participants::by_key(conn, id, &key)?))
                 .await?;
             if let Some(p) = ctx.participant.clone() {
-                ctx.adopt(state, &p)?;
+                ctx.adopt(state, &p).await?;
             }
         }
         Ok(ctx)
@@ -122,11 +122,18 @@ impl SurveyContext {
     }
 
     /// From now on, the messages of `p`'s own language (English for a participant made
-    /// before languages existed).
-    pub fn adopt(&mut self, state: &AppState, p: &Participant) -> Result<(), AppError> {
+    /// before languages existed), and the instrument's items and labels in it (#20) when the
+    /// language is one of the study's other than its default (which shows the instrument as
+    /// imported) and the instrument has a translation there.
+    pub async fn adopt(&mut self, state: &AppState, p: &Participant) -> Result<(), AppError> {
         let lang = p.language()?.unwrap_or_else(Lang::english);
         if lang != *self.tr.language() {
             self.tr = state.catalogues.tr(&lang);
+        }
+        if let [_, others @ ..] = self.study.languages()
+            && others.contains(&lang)
+        {
+            self.instrument = state.instrument_in(self.study.instrument_id, &lang).await?;
         }
         Ok(())
     }

@@ -634,7 +634,7 @@ pub(super) async fn show(
     if requested != Some(current) {
         return Ok(see_other(&ctx.page_url(current)));
     }
-    ctx.adopt(state, &p)?;
+    ctx.adopt(state, &p).await?;
     let (csrf, new) = csrf::token(req);
     let resp = if current == Page::Situation {
         let text = text.ok_or_else(|| {
@@ -700,44 +700,47 @@ pub(super) async fn submit(
         Posted::NoParticipant => Ok(see_other(&ctx.entry_url())),
         Posted::Moved(p) => Ok(see_other(&after_submit(&ctx, &p))),
         Posted::BadRequest(m) => Err(AppError::BadRequest(m)),
-        Posted::Invalid(p, fields, e) => match ctx.adopt(state, &p).map(|()| p.page())? {
-            Page::Demographics => render_status(
-                demographics(&ctx, &csrf, &fields, &e),
-                StatusCode::UNPROCESSABLE_ENTITY,
-            ),
-            current @ (Page::PanasBefore | Page::PanasAfter) => {
-                let text = match current {
-                    Page::PanasAfter => situation_text(state, &p).await?,
-                    _ => None,
-                };
-                render_status(
-                    questionnaire(&ctx, &p, current, &csrf, &fields, &e, text.as_deref()),
+        Posted::Invalid(p, fields, e) => {
+            ctx.adopt(state, &p).await?;
+            match p.page() {
+                Page::Demographics => render_status(
+                    demographics(&ctx, &csrf, &fields, &e),
                     StatusCode::UNPROCESSABLE_ENTITY,
-                )
-            }
-            // The free text refused (missing or too long): the page again with it as typed.
-            Page::Situation => {
-                let study = ctx.study.clone();
-                let p2 = p.clone();
-                let (text, field) = state
-                    .survey_db(move |conn| {
-                        let text = participants::situation_of(conn, &p2)?.map(|(_, t)| t);
-                        Ok((text, survey::text_field(conn, &study)?))
-                    })
-                    .await?;
-                let text = text.ok_or_else(|| {
-                    AppError::internal("participant without a situation on the situation page")
-                })?;
-                render_status(
-                    situation_page(&ctx, &csrf, text, field.as_ref(), &fields, &e),
+                ),
+                current @ (Page::PanasBefore | Page::PanasAfter) => {
+                    let text = match current {
+                        Page::PanasAfter => situation_text(state, &p).await?,
+                        _ => None,
+                    };
+                    render_status(
+                        questionnaire(&ctx, &p, current, &csrf, &fields, &e, text.as_deref()),
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                    )
+                }
+                // The free text refused (missing or too long): the page again with it as typed.
+                Page::Situation => {
+                    let study = ctx.study.clone();
+                    let p2 = p.clone();
+                    let (text, field) = state
+                        .survey_db(move |conn| {
+                            let text = participants::situation_of(conn, &p2)?.map(|(_, t)| t);
+                            Ok((text, survey::text_field(conn, &study)?))
+                        })
+                        .await?;
+                    let text = text.ok_or_else(|| {
+                        AppError::internal("participant without a situation on the situation page")
+                    })?;
+                    render_status(
+                        situation_page(&ctx, &csrf, text, field.as_ref(), &fields, &e),
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                    )
+                }
+                _ => render_status(
+                    check_page(&ctx, &csrf, None, Some(ctx.tr.t("error-choose"))),
                     StatusCode::UNPROCESSABLE_ENTITY,
-                )
+                ),
             }
-            _ => render_status(
-                check_page(&ctx, &csrf, None, Some(ctx.tr.t("error-choose"))),
-                StatusCode::UNPROCESSABLE_ENTITY,
-            ),
-        },
+        }
     }
 }
 

@@ -22,6 +22,10 @@ pub struct AppState {
     /// Instruments by id. The items of an instrument that a study uses never change (the store
     /// refuses), so pages can keep them in memory.
     instruments: Arc<Cache<InstrumentId, Arc<Instrument>>>,
+    /// Instruments as shown in a language (#20), by id and tag, with when they were read. A
+    /// translation may be imported again while a server runs (by the CLI, another process), so
+    /// unlike the instrument's own texts it is read again after [`STUDY_FRESH`].
+    translated: Arc<Cache<(InstrumentId, String), Arc<Instrument>>>,
     /// Whether a study was full, per study, with when it was checked. The entry page only
     /// uses it to turn newcomers away politely; the assignment at consent decides for real
     /// inside its transaction, so a value a second old is good enough and spares a count of
@@ -138,6 +142,7 @@ impl AppState {
             pool,
             settings,
             instruments: Arc::default(),
+            translated: Arc::default(),
             full: Arc::default(),
             studies: Arc::default(),
             writer,
@@ -251,6 +256,29 @@ impl AppState {
         );
         self.instruments.put(id, inst.clone());
         Ok(inst)
+    }
+
+    /// An instrument as shown in `lang` (#20): with its item texts and labels in that language
+    /// when it has a translation there, else as imported.
+    pub async fn instrument_in(
+        &self,
+        id: InstrumentId,
+        lang: &crate::domain::language::Lang,
+    ) -> Result<Arc<Instrument>, AppError> {
+        let key = (id, lang.as_str().to_owned());
+        if let Some(i) = self.translated.get(&key, Some(STUDY_FRESH)) {
+            return Ok(i);
+        }
+        let own = self.instrument(id).await?;
+        let tag = key.1.clone();
+        let translation = self
+            .db(move |conn| {
+                crate::store::instrument_texts::translation(conn, id, &own, &tag)
+                    .map(|t| t.map(|t| t.apply(&own)).map(Arc::new).unwrap_or(own))
+            })
+            .await?;
+        self.translated.put(key, translation.clone());
+        Ok(translation)
     }
 
     /// Database work of a survey page request: on SQLite through the writer (batched with the

@@ -1026,7 +1026,69 @@ fn an_instruments_texts_in_german_are_imported_and_a_mismatched_translation_is_r
     );
 }
 
+/// Imports the demo's German PANAS (our own translation) as the PANAS's texts in `de`.
+fn import_german_panas(app: &TestApp) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = instrument_texts_file(
+        dir.path(),
+        "panas-de.json",
+        &[emotionbench::domain::demo::demo_panas_de()],
+    );
+    ok(cli(
+        &app.db.url,
+        &[
+            "import",
+            "instruments",
+            path.to_str().unwrap(),
+            "--language",
+            "de",
+        ],
+    ));
+}
+
+fn a_german_participant_answers_the_panas_in_german_on_both_pages(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "panasde", |c| c.languages = langs(&["en", "de"]));
+    import_german_panas(&app);
+    let german = |body: &str| {
+        body.contains("interessiert")
+            && body.contains("ängstlich")
+            && body.contains("sehr wenig oder gar nicht")
+            && body.contains("äußerst")
+            && !body.contains("Interested")
+            && !body.contains("very slightly or not at all")
+    };
+    let g = app.browser();
+    let (before, path) = walk_to(
+        &g,
+        "/s/panasde?PROLIFIC_PID=pidpanasde&lang=de",
+        "feelings-now",
+    );
+    assert!(german(&before.body), "{}", before.body);
+    // The page shown again with its errors (nothing answered) is in German too.
+    let csrf = before.csrf();
+    let again = g.post(&path, &[("csrf", csrf.as_str())]);
+    assert_eq!(again.status, 422, "{}", again.body);
+    assert!(german(&again.body), "{}", again.body);
+    let (after, _) = walk_to(&g, &path, "feelings-imagined");
+    assert!(german(&after.body), "{}", after.body);
+    // The answers are stored by item number, as in English.
+    let r = submit_current(&g, "/s/panasde/feelings-imagined", &after);
+    assert_eq!(r.status, 303, "{}", r.body);
+
+    // The study's default language shows the instrument as imported.
+    let e = app.browser();
+    let (before, _) = walk_to(
+        &e,
+        "/s/panasde?PROLIFIC_PID=pidpanasen&lang=en",
+        "feelings-now",
+    );
+    assert!(before.body.contains("Interested"), "{}", before.body);
+    assert!(!before.body.contains("interessiert"), "{}", before.body);
+}
+
 on_both_backends!(
+    a_german_participant_answers_the_panas_in_german_on_both_pages,
     an_instruments_texts_in_german_are_imported_and_a_mismatched_translation_is_refused,
     the_admin_run_form_and_export_links_take_a_language,
     the_report_and_the_exports_split_by_language,
