@@ -40,7 +40,21 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
         if store::studies::find(conn, demo.slug)?.is_some() {
             return Ok::<_, StoreError>(false);
         }
+        let german =
+            crate::domain::language::Lang::parse("de").map_err(StoreError::Inconsistent)?;
         let instrument = instruments::ensure_builtin(conn)?;
+        // The PANAS in German too, so that the demo's German participants answer it in German
+        // and the study opens: our own, unvalidated translation (domain::demo). A PANAS that
+        // already has German texts (a lab's validated ones) keeps them.
+        if !store::instrument_texts::missing(conn, instrument, std::slice::from_ref(&german))?
+            .is_empty()
+        {
+            store::instrument_texts::import(
+                conn,
+                &german,
+                &[crate::domain::demo::demo_panas_de()],
+            )?;
+        }
         situations::import(
             conn,
             demo.situation_set,
@@ -50,8 +64,6 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
         let set = situations::find_set(conn, demo.situation_set)?
             .ok_or_else(|| StoreError::Inconsistent("demo set vanished".into()))?;
         // In English and German (#20): the German situations are our own, unvalidated.
-        let german =
-            crate::domain::language::Lang::parse("de").map_err(StoreError::Inconsistent)?;
         store::situation_texts::import(
             conn,
             set,

@@ -133,14 +133,18 @@ pub fn set_status(
 }
 
 /// What a study in several languages lacks to open (#20): each situation of its set without a
-/// text in one of its other languages, named (the first few, then how many more).
+/// text in one of its other languages, named (the first few, then how many more), and each of
+/// those languages its instrument has no translation in.
 fn untranslated(conn: &mut DbConnection, study: &studies::Study) -> Result<Vec<String>> {
     const NAMED: usize = 10;
-    let (Some(set), [_, others @ ..]) = (study.situation_set_id, study.languages()) else {
+    let [_, others @ ..] = study.languages() else {
         return Ok(Vec::new());
     };
-    let missing = crate::store::situation_texts::missing(conn, set, others)
-        .map_err(crate::store::StoreError::from)?;
+    let missing = match study.situation_set_id {
+        Some(set) => crate::store::situation_texts::missing(conn, set, others)
+            .map_err(crate::store::StoreError::from)?,
+        None => Vec::new(),
+    };
     let mut out: Vec<String> = missing
         .iter()
         .take(NAMED)
@@ -151,6 +155,18 @@ fn untranslated(conn: &mut DbConnection, study: &studies::Study) -> Result<Vec<S
             "{} more situations lack a text in one of the study's languages.",
             missing.len() - NAMED
         ));
+    }
+    // The instrument too: its participants in a language without its translation would
+    // answer items in another language than their pages'.
+    let instrument = crate::store::instrument_texts::missing(conn, study.instrument_id, others)
+        .map_err(crate::store::StoreError::from)?;
+    if !instrument.is_empty() {
+        let key = instruments::get(conn, study.instrument_id)?.key;
+        out.extend(
+            instrument.iter().map(|lang| {
+                format!("The instrument {key} has no item texts and labels in {lang}.")
+            }),
+        );
     }
     Ok(out)
 }

@@ -275,7 +275,7 @@ fn texts_file(
     (path, keys)
 }
 
-fn a_study_with_an_untranslated_situation_cannot_open_and_says_which(db: TestDb) {
+fn a_study_with_an_untranslated_situation_or_instrument_cannot_open_and_says_which(db: TestDb) {
     use emotionbench::domain::study::StudyStatus;
     let app = spawn_app(db);
     make_study(&app, "trans", |c| c.languages = langs(&["en", "de"]));
@@ -297,6 +297,10 @@ fn a_study_with_an_untranslated_situation_cannot_open_and_says_which(db: TestDb)
     let err = crate::helpers::stderr(&o);
     assert!(
         err.contains(&format!("The situation {} has no text in de.", keys[0])),
+        "{err}"
+    );
+    assert!(
+        err.contains("The instrument PANAS has no item texts and labels in de."),
         "{err}"
     );
 
@@ -365,6 +369,16 @@ fn a_study_with_an_untranslated_situation_cannot_open_and_says_which(db: TestDb)
             "de",
         ],
     ));
+    // Every situation in German, but not the instrument: still closed, and it says so.
+    let o = open();
+    assert!(!o.status.success());
+    let err = crate::helpers::stderr(&o);
+    assert!(
+        err.contains("The instrument PANAS has no item texts and labels in de."),
+        "{err}"
+    );
+    assert!(!err.contains("The situation"), "{err}");
+    import_german_panas(&app);
     ok(open());
 
     // A German participant reads the German text, an English one the set's own.
@@ -443,6 +457,29 @@ fn the_demo_study_runs_in_english_and_german(db: TestDb) {
     // The switcher offers both.
     let consent = app.browser().get("/s/demo/consent");
     assert!(consent.body.contains(">Deutsch</a>") && consent.body.contains(">English</a>"));
+    // Its PANAS in German (our own translation) for German participants, as imported for
+    // English ones; and with it the demo passes the opening check in both languages.
+    let (before, _) = walk_to(
+        &app.browser(),
+        "/s/demo?PROLIFIC_PID=piddemode2&lang=de",
+        "feelings-now",
+    );
+    assert!(
+        before.body.contains("interessiert") && before.body.contains("äußerst"),
+        "{}",
+        before.body
+    );
+    let (before, _) = walk_to(
+        &app.browser(),
+        "/s/demo?PROLIFIC_PID=piddemoen2",
+        "feelings-now",
+    );
+    assert!(before.body.contains("Interested"), "{}", before.body);
+    ok(cli(
+        &app.db.url,
+        &["studies", "set-status", "demo", "closed"],
+    ));
+    ok(cli(&app.db.url, &["studies", "set-status", "demo", "open"]));
 }
 
 /// A model run in the study's second language (#20, acceptance point 3): every evoked trial's
@@ -1096,5 +1133,5 @@ on_both_backends!(
     the_demo_study_runs_in_english_and_german,
     the_link_then_the_browser_then_the_default_chooses_the_language,
     a_catalogue_folder_adds_a_right_to_left_language,
-    a_study_with_an_untranslated_situation_cannot_open_and_says_which,
+    a_study_with_an_untranslated_situation_or_instrument_cannot_open_and_says_which,
 );
