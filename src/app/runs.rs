@@ -702,7 +702,17 @@ fn prompt_language(study: &Study, asked: Option<&str>) -> Result<Option<Lang>> {
 pub fn prompt_messages(conn: &mut DbConnection, req: &PromptRequest) -> Result<Vec<ChatMessage>> {
     let template = resolve_template(&req.template)?;
     let study = study(conn, &req.study)?;
-    let (_, instrument) = instrument_for(conn, &study, req.instrument.as_deref())?;
+    let (id, own) = instrument_for(conn, &study, req.instrument.as_deref())?;
+    let lang = prompt_language(&study, req.language.as_deref())?;
+    // The instrument's items and labels in the language when it has a translation there
+    // (#20), as the runner asks them.
+    let instrument = match &lang {
+        Some(l) => match crate::store::instrument_texts::translation(conn, id, &own, l.as_str())? {
+            Some(t) => t.apply(&own),
+            None => own,
+        },
+        None => own,
+    };
     let (key, text) = match req.measure {
         Measure::Default => (String::new(), None),
         Measure::Evoked => {
@@ -724,7 +734,7 @@ pub fn prompt_messages(conn: &mut DbConnection, req: &PromptRequest) -> Result<V
                     req.situation.as_deref().unwrap_or("")
                 ))
             })?;
-            let text = match prompt_language(&study, req.language.as_deref())? {
+            let text = match &lang {
                 None => found.situation.text,
                 Some(lang) => situation_texts::text_in(conn, found.id.0, lang.as_str())
                     .map_err(crate::store::StoreError::from)?

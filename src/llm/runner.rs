@@ -23,7 +23,7 @@ use crate::domain::run::cost_micros;
 use crate::store::cache::{self, CacheAddress, CacheEntry};
 use crate::store::columns::Json;
 use crate::store::runs::{self, AttemptOutcome, Trial, TrialMethod, TrialOutcome};
-use crate::store::{DbConnection, instruments, situation_texts, situations, studies};
+use crate::store::{DbConnection, instrument_texts, situation_texts, situations, studies};
 use crate::store::{Pool, RunId, StoreError, TrialId};
 
 use super::client::{CallError, CallOk, ErrorClass, Provider, estimate_tokens};
@@ -249,8 +249,14 @@ impl Worker {
                 ));
             }
         };
-        let instrument = instruments::get(&mut conn, r.instrument_id)?;
         let (situations, language) = run_texts(&mut conn, &r)?;
+        // In the run's language, the instrument's translation there when it has one (#20),
+        // exactly as `prompt show --language` renders it.
+        let instrument = instrument_texts::get_in(
+            &mut conn,
+            r.instrument_id,
+            language.as_ref().map(Lang::as_str),
+        )?;
         let ctx = Arc::new(RunContext {
             run: r,
             provider,

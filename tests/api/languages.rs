@@ -407,8 +407,17 @@ fn a_study_with_an_untranslated_situation_or_instrument_cannot_open_and_says_whi
     };
     let de = ok(prompt(&["--language", "de"]));
     assert!(de.contains(&format!("Auf Deutsch: {}", keys[0])), "{de}");
+    // The instrument's German items too (#20), the English default its own.
+    assert!(
+        de.contains("interessiert") && !de.contains("Interested"),
+        "{de}"
+    );
     let en = ok(prompt(&[]));
     assert!(!en.contains("Auf Deutsch: "), "{en}");
+    assert!(
+        en.contains("Interested") && !en.contains("interessiert"),
+        "{en}"
+    );
     let own = &emotionbench::domain::demo::demo_study().situations[0].text;
     assert!(en.contains(own.as_str()), "{en}");
     let o = prompt(&["--language", "fr"]);
@@ -544,6 +553,11 @@ fn a_model_run_in_german_sends_what_prompt_show_prints_in_german(db: TestDb) {
         let user = sent[1]["content"].as_str().unwrap();
         assert!(user.contains(&de.text), "{user}");
         assert!(!user.contains(&en.text), "{user}");
+        // The demo's PANAS in German (its translation), not as imported.
+        assert!(
+            user.contains("interessiert") && !user.contains("Interested"),
+            "{user}"
+        );
         // What prompt show prints for this trial is what the run sent, message for message.
         let shown = ok(cli(
             &app.db.url,
