@@ -150,10 +150,13 @@ impl Chrome {
                 .request("POST", "/session", Some(caps))
                 .unwrap_or_else(|e| panic!("chromedriver could not start Chromium: {e}"));
             chrome.session = created["sessionId"].as_str().unwrap().to_owned();
+            // Page loads may take long in a debug build on a busy 2-core machine: the admin
+            // report of the published study (1,266 humans, bootstrap CIs) once took more than
+            // 30 s there in a full CI run ("Timed out receiving message from renderer").
             chrome.cmd(
                 "POST",
                 "/timeouts",
-                json!({"pageLoad": 30_000, "script": 60_000, "implicit": 0}),
+                json!({"pageLoad": 120_000, "script": 120_000, "implicit": 0}),
             );
             return Some(chrome);
         }
