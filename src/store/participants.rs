@@ -110,15 +110,24 @@ pub struct Arrival {
 
 /// The participant of a study with `column = value` (a unique key): one query on the backend's
 /// own connection, and a row that does not decode named by its id (see [`decoded`]).
+/// On Postgres the statement of [`pg_pages::ByKey`] for `$key` (its column), so its plan goes
+/// through the key's own index.
 macro_rules! unique_participant {
-    ($conn:expr, $study:expr, $column:expr, $value:expr) => {{
+    ($conn:expr, $study:expr, $column:expr, $key:ty, $value:expr) => {{
         let query = participants::table
             .filter(participants::study_id.eq($study))
             .filter($column.eq($value));
-        let found = per_backend!($conn, |c| query
-            .select(Participant::as_select())
-            .get_result(c)
-            .optional());
+        let found = match &mut *$conn {
+            DbConnection::Sqlite(c) => query
+                .select(Participant::as_select())
+                .get_result(c)
+                .optional(),
+            DbConnection::Postgresql(c) => {
+                pg_pages::ByKey::<$key, Participant>::new($study, $value.to_owned())
+                    .get_result(c)
+                    .optional()
+            }
+        };
         decoded($conn, found, |conn| {
             query.select(participants::id).get_result(conn)
         })
@@ -130,7 +139,13 @@ pub fn by_public_id(
     study_id: StudyId,
     public_id: &str,
 ) -> QueryResult<Option<Participant>> {
-    unique_participant!(conn, study_id, participants::public_id, public_id)
+    unique_participant!(
+        conn,
+        study_id,
+        participants::public_id,
+        pg_pages::PublicId,
+        public_id
+    )
 }
 
 /// The participant a survey cookie names.
@@ -142,7 +157,13 @@ pub fn by_key(
     match key {
         SessionKey::Owner(secret) => by_public_id(conn, study_id, secret),
         SessionKey::Resumed(key) => {
-            unique_participant!(conn, study_id, participants::resume_id, key)
+            unique_participant!(
+                conn,
+                study_id,
+                participants::resume_id,
+                pg_pages::ResumeId,
+                key.as_str()
+            )
         }
     }
 }
@@ -169,7 +190,13 @@ pub fn by_pid(
     study_id: StudyId,
     pid: &str,
 ) -> QueryResult<Option<Participant>> {
-    unique_participant!(conn, study_id, participants::prolific_pid, pid)
+    unique_participant!(
+        conn,
+        study_id,
+        participants::prolific_pid,
+        pg_pages::ProlificPid,
+        pid
+    )
 }
 
 pub fn get(conn: &mut DbConnection, id: ParticipantId) -> QueryResult<Participant> {

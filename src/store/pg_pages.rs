@@ -53,6 +53,12 @@ impl KeyColumn for ResumeId {
     const COLUMN: &'static str = "resume_id";
 }
 
+/// A participant's Prolific id (`participants.prolific_pid`), unique within a study.
+pub struct ProlificPid;
+impl KeyColumn for ProlificPid {
+    const COLUMN: &'static str = "prolific_pid";
+}
+
 /// A page request: the participant of `key` in `study` and, in the same statement, the "shown"
 /// event of `show` recorded when that is the participant's current page, and the situation's
 /// text when `with_text` and the current page is `show`.
@@ -101,17 +107,11 @@ where
     AsSelect<R, Pg>: QueryFragment<Pg>,
 {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        out.push_sql("WITH p AS (SELECT ");
-        self.columns.walk_ast(out.reborrow())?;
-        out.push_sql(" FROM participants WHERE study_id = ");
-        out.push_bind_param::<BigInt, _>(&self.study)?;
-        out.push_sql(" AND ");
-        out.push_sql(K::COLUMN);
-        out.push_sql(" = ");
-        out.push_bind_param::<Text, _>(&self.key)?;
+        out.push_sql("WITH ");
+        by_key::<K, R>(&self.columns, &self.study, &self.key, out.reborrow())?;
         // NULL never equals a page: nothing is recorded for a final page.
         out.push_sql(
-            "), shown AS (INSERT INTO page_events (participant_id, page, event, at) \
+            ", shown AS (INSERT INTO page_events (participant_id, page, event, at) \
              SELECT id, page, ",
         );
         out.push_bind_param::<Text, _>(&PageEvent::Shown)?;
@@ -134,6 +134,81 @@ where
 }
 
 impl<K: KeyColumn, R: Selectable<Pg>> RunQueryDsl<PgConnection> for OpenPage<K, R> {}
+
+/// `k AS MATERIALIZED (… WHERE key = $k), p AS (SELECT * FROM k WHERE study_id = $s)`: the
+/// participant of `key` in `study`, found through the key's own index whatever the plan.
+///
+/// Why the fence: Postgres plans a prepared statement generically after five executions and
+/// keeps that plan for the connection's life unless the table is analysed (never, with
+/// autovacuum off). Planned on a nearly empty `participants`, `study_id = $1 AND public_id =
+/// $2` costs the same through any index that starts with `study_id`, and the generic plan took
+/// `participants_study_id`: every page request then walked every participant of the study (0.49
+/// to 0.56 ms a lookup after 3,000 participants, growing with the study; BENCHMARKS.md,
+/// "Postgres: the key's own index"). A `MATERIALIZED` CTE is not merged with the outer query, so
+/// the only condition its scan can use is the key's, which only the key's index serves.
+fn by_key<'b, K: KeyColumn, R: Selectable<Pg>>(
+    columns: &'b AsSelect<R, Pg>,
+    study: &'b StudyId,
+    key: &'b String,
+    mut out: AstPass<'_, 'b, Pg>,
+) -> QueryResult<()>
+where
+    AsSelect<R, Pg>: QueryFragment<Pg>,
+{
+    out.push_sql("k AS MATERIALIZED (SELECT ");
+    columns.walk_ast(out.reborrow())?;
+    out.push_sql(" FROM participants WHERE ");
+    out.push_sql(K::COLUMN);
+    out.push_sql(" = ");
+    out.push_bind_param::<Text, _>(key)?;
+    out.push_sql("), p AS (SELECT * FROM k WHERE study_id = ");
+    out.push_bind_param::<BigInt, _>(study)?;
+    out.push_sql(")");
+    Ok(())
+}
+
+/// The participant of `key` in `study` (a POST's read, the Prolific entry's): the lookup of
+/// [`OpenPage`] alone, through the key's own index (see [`by_key`]).
+pub struct ByKey<K: KeyColumn, R: Selectable<Pg>> {
+    study: StudyId,
+    key: String,
+    columns: AsSelect<R, Pg>,
+    key_column: PhantomData<K>,
+}
+
+impl<K: KeyColumn, R: Selectable<Pg>> ByKey<K, R> {
+    pub fn new(study: StudyId, key: String) -> Self {
+        Self {
+            study,
+            key,
+            columns: R::as_select(),
+            key_column: PhantomData,
+        }
+    }
+}
+
+impl<K: KeyColumn, R: Selectable<Pg> + 'static> QueryId for ByKey<K, R> {
+    type QueryId = Self;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl<K: KeyColumn, R: Selectable<Pg>> Query for ByKey<K, R> {
+    type SqlType = AsSelect<R, Pg>;
+}
+
+impl<K: KeyColumn, R: Selectable<Pg>> QueryFragment<Pg> for ByKey<K, R>
+where
+    AsSelect<R, Pg>: QueryFragment<Pg>,
+{
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("WITH ");
+        by_key::<K, R>(&self.columns, &self.study, &self.key, out.reborrow())?;
+        out.push_sql(" SELECT * FROM p");
+        Ok(())
+    }
+}
+
+impl<K: KeyColumn, R: Selectable<Pg>> RunQueryDsl<PgConnection> for ByKey<K, R> {}
 
 /// What a page stores besides the move, as SQL added to the submit statement: assignments to
 /// the participant's row, and further `WITH` parts that insert rows for the participant the

@@ -551,3 +551,136 @@ fn bounded(detail: &str, growing: &[&str]) -> bool {
         _ => true,
     }
 }
+
+/// Issue #19: on Postgres a participant is found through their own key, however the statement
+/// is planned. Postgres plans a prepared statement generically after five executions and keeps
+/// that plan for the connection's life unless the table is analysed; planned on a nearly empty
+/// table, `study_id = $1 AND public_id = $2` went through `participants_study_id`, so every page
+/// request read every participant of the study. `plan_cache_mode = force_generic_plan` makes
+/// that plan from the first execution; each lookup a page makes (by session secret, by resumed
+/// key, by Prolific id, and the GET's statement by either key) must then read a few of the
+/// participants table's rows and index entries (the backend's own statistics), not the study's
+/// 1,000.
+#[test]
+fn postgres_finds_a_participant_through_their_key_under_a_generic_plan() {
+    let Some(db) = TestDb::postgres() else {
+        return;
+    };
+    let pool = db.pool();
+    let mut conn = pool.get().unwrap();
+    let inst = instruments::ensure_builtin(&mut conn).unwrap();
+    situations::import(&mut conn, "synthetic-175", "test", &synthetic_situations()).unwrap();
+    let set = situations::find_set(&mut conn, "synthetic-175")
+        .unwrap()
+        .unwrap();
+    studies::create(
+        &mut conn,
+        &StudyConfig::new("keys", "Keys"),
+        StudyStatus::Open,
+        studies::Sources::new(inst, Some(set)),
+        2024,
+    )
+    .unwrap();
+    let study = studies::load(&mut conn, "keys").unwrap().unwrap();
+    let order: Vec<u32> = (1..=20).collect();
+    let make = |conn: &mut store::DbConnection, from: usize, to: usize| -> Vec<String> {
+        conn.transaction::<_, diesel::result::Error, _>(|conn| {
+            let mut keys = Vec::new();
+            for i in from..to {
+                let arrival = Arrival {
+                    prolific_pid: Some(format!("pid-{i}")),
+                    ..Arrival::default()
+                };
+                let p = participants::create(
+                    conn,
+                    &study,
+                    &format!("secret-{i}"),
+                    &arrival,
+                    (order.clone(), order.clone()),
+                )
+                .unwrap();
+                keys.push(participants::resume_key(conn, p.id)?);
+            }
+            Ok(keys)
+        })
+        .unwrap()
+    };
+    let resumed = make(&mut conn, 0, 5).remove(2);
+
+    #[derive(QueryableByName)]
+    struct Reads {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    // Rows read by sequential scans plus index entries read, this transaction so far.
+    let reads = |conn: &mut store::DbConnection| -> i64 {
+        diesel::sql_query(
+            "SELECT (SELECT COALESCE(SUM(pg_stat_get_xact_tuples_returned(indexrelid)), 0) \
+             FROM pg_index WHERE indrelid = 'participants'::regclass)::bigint \
+             + (SELECT COALESCE(SUM(seq_tup_read), 0) FROM pg_stat_xact_user_tables \
+             WHERE relname = 'participants')::bigint AS n",
+        )
+        .get_result::<Reads>(conn)
+        .unwrap()
+        .n
+    };
+    diesel::sql_query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut conn)
+        .unwrap();
+    let owner = SessionKey::Owner("secret-3".into());
+    let resumed = SessionKey::Resumed(resumed);
+    type Lookup<'a> = Box<dyn Fn(&mut store::DbConnection) -> QueryResult<bool> + 'a>;
+    let lookups: Vec<(&str, Lookup)> = vec![
+        (
+            "by session secret",
+            Box::new(|c| Ok(participants::by_key(c, study.id, &owner)?.is_some())),
+        ),
+        (
+            "by resumed key",
+            Box::new(|c| Ok(participants::by_key(c, study.id, &resumed)?.is_some())),
+        ),
+        (
+            "by Prolific id",
+            Box::new(|c| Ok(participants::by_pid(c, study.id, "pid-4")?.is_some())),
+        ),
+        (
+            "a page shown, by session secret",
+            Box::new(|c| {
+                Ok(participants::open_page(c, study.id, &owner, Some(Page::Consent))?.is_some())
+            }),
+        ),
+        (
+            "a page shown, by resumed key",
+            Box::new(|c| {
+                Ok(participants::open_page(c, study.id, &resumed, Some(Page::Consent))?.is_some())
+            }),
+        ),
+    ];
+    // Planned now, on a study of five: the plans this connection then keeps.
+    for (what, lookup) in &lookups {
+        let found = lookup(&mut conn).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(found, "{what}: nobody found");
+    }
+    let mut other = pool.get().unwrap();
+    make(&mut other, 5, 1_005);
+    drop(other);
+    for (what, lookup) in &lookups {
+        // Each in a transaction of its own, rolled back (a page shown records an event).
+        let mut measured = None;
+        let _ = conn.transaction::<(), diesel::result::Error, _>(|c| {
+            // Pending statistics reach the shared ones at most once a second, at the end of a
+            // transaction, so these may hold earlier transactions' too: the difference counts.
+            let before = reads(c);
+            measured = Some(lookup(c).map(|found| (found, reads(c) - before)));
+            Err(diesel::result::Error::RollbackTransaction)
+        });
+        let (found, n) = measured
+            .unwrap_or_else(|| panic!("{what}: not run"))
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(found, "{what}: nobody found");
+        assert!(
+            n <= 5,
+            "{what} read {n} participant rows or index entries of the study's 1,000"
+        );
+    }
+}
