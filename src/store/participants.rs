@@ -225,6 +225,12 @@ fn decoded<T>(
 
 /// Situation cells of a study: completed and live reservations per situation of its set.
 pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> QueryResult<Vec<Cell>> {
+    let ids = assignable(conn, study)?;
+    counted(conn, study, ids, at)
+}
+
+/// The situations a study assigns: those of its set, of its valences when it names any.
+fn assignable(conn: &mut DbConnection, study: &Study) -> QueryResult<Vec<SituationId>> {
     let Some(set) = study.situation_set_id else {
         return Ok(Vec::new());
     };
@@ -250,7 +256,20 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
             kept.push(id);
         }
     }
-    let ids = kept;
+    Ok(kept)
+}
+
+/// The cells of `ids`: their completed participants and running reservations at `at`.
+fn counted(
+    conn: &mut DbConnection,
+    study: &Study,
+    ids: Vec<SituationId>,
+    at: NaiveDateTime,
+) -> QueryResult<Vec<Cell>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    use diesel::sql_types::Bool;
     // Kept by triggers (migration `situation_counts`): one row per situation, however many
     // participants the study has.
     let completed = situation_counts::table
@@ -258,8 +277,8 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
         .select((
             situation_counts::situation_id.nullable(),
             situation_counts::completed,
+            false.into_sql::<Bool>(),
         ));
-    let completed: Vec<(Option<SituationId>, i64)> = per_backend!(conn, |c| completed.load(c))?;
     let active = participants::table
         .filter(participants::study_id.eq(study.id))
         .filter(participants::status.eq(ParticipantStatus::Active))
@@ -267,19 +286,27 @@ pub fn cells(conn: &mut DbConnection, study: &Study, at: NaiveDateTime) -> Query
         // A pilot holds no place (its completion does not count either: the triggers).
         .filter(participants::pilot.eq(false))
         .group_by(participants::situation_id)
-        .select((participants::situation_id, diesel::dsl::count_star()));
-    let active: Vec<(Option<SituationId>, i64)> = per_backend!(conn, |c| active.load(c))?;
-    let get = |v: &[(Option<SituationId>, i64)], id: SituationId| {
-        v.iter()
-            .find(|(s, _)| *s == Some(id))
-            .map_or(0, |(_, c)| u32::try_from(*c).unwrap_or(u32::MAX))
+        .select((
+            participants::situation_id,
+            diesel::dsl::count_star(),
+            true.into_sql::<Bool>(),
+        ));
+    // One statement, each part planned as when they were two (one round trip fewer while the
+    // consent holds the study's assignment lock on Postgres, issue #19).
+    let both = completed.union_all(active);
+    let counts: Vec<(Option<SituationId>, i64, bool)> = per_backend!(conn, |c| both.load(c))?;
+    let get = |running: bool, id: SituationId| {
+        counts
+            .iter()
+            .find(|(s, _, r)| *s == Some(id) && *r == running)
+            .map_or(0, |(_, c, _)| u32::try_from(*c).unwrap_or(u32::MAX))
     };
     Ok(ids
         .into_iter()
         .map(|id| Cell {
             situation_id: id.0,
-            completed: get(&completed, id),
-            active: get(&active, id),
+            completed: get(false, id),
+            active: get(true, id),
         })
         .collect())
 }
@@ -670,6 +697,9 @@ fn submit_in_tx(
     let mut result = Submitted::Moved;
     match effect {
         Effect::Consent => {
+            // Read before the lock below: no consent changes which situations a study assigns,
+            // and every statement under the lock is one more that the next consent waits for.
+            let ids = assignable(conn, study)?;
             if let super::DbConnection::Postgresql(_) = conn {
                 // Serialise assignments per study so two arrivals cannot both take the same
                 // least-filled situation: a transaction-scoped advisory lock on the study
@@ -684,7 +714,7 @@ fn submit_in_tx(
                     .bind::<diesel::sql_types::BigInt, _>(study.id)
                     .execute(conn)?;
             }
-            let cells = cells(conn, study, t)?;
+            let cells = counted(conn, study, ids, t)?;
             let target = u32::try_from(study.target_per_situation).ok();
             let seed = assignment::mix_seed(study.seed as u64, participant.0 as u64);
             match assignment::assign(&cells, target, seed) {
