@@ -20,6 +20,22 @@ impl ImportError {
             reason: reason.into(),
         }
     }
+
+    /// A file that is not the JSON expected, located at serde_json's line and column; `what`
+    /// says what was expected ("JSON", "translation", "custom template"). serde_json appends
+    /// the position to its message; it goes into the location instead.
+    pub(crate) fn json(e: &serde_json::Error, what: &str) -> Self {
+        if e.line() == 0 {
+            return Self::new("document", e.to_string());
+        }
+        let message = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let reason = message.strip_suffix(&suffix).unwrap_or(&message);
+        Self::new(
+            format!("line {}, column {}", e.line(), e.column()),
+            format!("invalid {what}: {reason}"),
+        )
+    }
 }
 
 impl fmt::Display for ImportError {

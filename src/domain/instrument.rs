@@ -596,7 +596,7 @@ pub fn target_emotion(key: &str) -> Option<&'static str> {
 pub fn parse_questionnaires_json(text: &str) -> Result<Vec<Instrument>, ImportError> {
     // Editors on Windows like to prepend a BOM, which serde_json rejects.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let doc: Json = serde_json::from_str(text).map_err(|e| syntax_error(&e))?;
+    let doc: Json = serde_json::from_str(text).map_err(|e| ImportError::json(&e, "JSON"))?;
     let Json::Arr(records) = doc else {
         return Err(ImportError::new(
             "top level",
@@ -629,20 +629,6 @@ pub fn parse_questionnaires_json(text: &str) -> Result<Vec<Instrument>, ImportEr
         instruments.push(instrument);
     }
     Ok(instruments)
-}
-
-fn syntax_error(e: &serde_json::Error) -> ImportError {
-    if e.line() == 0 {
-        return ImportError::new("document", e.to_string());
-    }
-    // serde_json appends the position to its message; it already goes into the location.
-    let message = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let reason = message.strip_suffix(&suffix).unwrap_or(&message);
-    ImportError::new(
-        format!("line {}, column {}", e.line(), e.column()),
-        format!("invalid JSON: {reason}"),
-    )
 }
 
 /// Where in the file a record is, for error locations.

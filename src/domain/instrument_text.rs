@@ -55,13 +55,17 @@ pub fn parse_file(text: &str) -> Result<Vec<TranslationRecord>, ImportError> {
     // Deserialised as a list first so that a shape error inside a list names its place rather
     // than the untagged enum's generic message.
     let records = if text.trim_start().starts_with('[') {
-        serde_json::from_str::<Vec<TranslationRecord>>(text).map_err(|e| syntax(&e))?
+        serde_json::from_str::<Vec<TranslationRecord>>(text)
+            .map_err(|e| ImportError::json(&e, "translation"))?
     } else {
         match serde_json::from_str::<File>(text) {
             Ok(File::Many(v)) => v,
             Ok(File::One(r)) => vec![r],
             Err(_) => {
-                vec![serde_json::from_str::<TranslationRecord>(text).map_err(|e| syntax(&e))?]
+                vec![
+                    serde_json::from_str::<TranslationRecord>(text)
+                        .map_err(|e| ImportError::json(&e, "translation"))?,
+                ]
             }
         }
     };
@@ -87,19 +91,6 @@ pub fn parse_file(text: &str) -> Result<Vec<TranslationRecord>, ImportError> {
         }
     }
     Ok(records)
-}
-
-fn syntax(e: &serde_json::Error) -> ImportError {
-    if e.line() == 0 {
-        return ImportError::new("document", e.to_string());
-    }
-    let message = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let reason = message.strip_suffix(&suffix).unwrap_or(&message);
-    ImportError::new(
-        format!("line {}, column {}", e.line(), e.column()),
-        format!("invalid translation: {reason}"),
-    )
 }
 
 /// Checks record number `number` of a file against `inst`: the same item numbers (each once,

@@ -453,7 +453,8 @@ struct RawCustomTemplate {
 /// stray braces, blank fields and the names of the built-in templates are errors.
 pub fn parse_custom_template(text: &str) -> Result<CustomTemplate, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let raw: RawCustomTemplate = serde_json::from_str(text).map_err(|e| json_error(&e))?;
+    let raw: RawCustomTemplate =
+        serde_json::from_str(text).map_err(|e| ImportError::json(&e, "custom template"))?;
 
     let name = raw.name.trim();
     if name.is_empty() {
@@ -493,19 +494,6 @@ pub fn parse_custom_template(text: &str) -> Result<CustomTemplate, ImportError> 
         system: raw.system,
         user: raw.user,
     })
-}
-
-fn json_error(e: &serde_json::Error) -> ImportError {
-    if e.line() == 0 {
-        return ImportError::new("document", e.to_string());
-    }
-    let message = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let reason = message.strip_suffix(&suffix).unwrap_or(&message);
-    ImportError::new(
-        format!("line {}, column {}", e.line(), e.column()),
-        format!("invalid custom template: {reason}"),
-    )
 }
 
 // ---------------------------------------------------------------------------------------------
