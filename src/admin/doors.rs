@@ -151,7 +151,11 @@ pub async fn save(
             .db(move |conn| Ok(app::doors::update(conn, id, &s, &d, &who)))
             .await?;
         match saved {
-            Ok(()) => return Ok(see_other(&format!("/admin/studies/{}", study.slug))),
+            Ok(()) => {
+                // This process's survey pages use the new door at once (others within a second).
+                state.forget_study(&study.slug);
+                return Ok(see_other(&format!("/admin/studies/{}", study.slug)));
+            }
             Err(app::Error::Invalid(m)) => errors.push(m),
             Err(e) => return Err(e.into()),
         }

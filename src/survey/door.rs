@@ -33,10 +33,9 @@ struct Refused {
 /// The consent form's field that binds its visit to a verified Prolific id.
 pub const DOOR_FIELD: &str = "door";
 
-/// The study's door settings (one primary-key read; the default when it has none).
+/// The study's door settings (the default when it has none), read at most once a second.
 pub async fn settings(state: &AppState, study: &Study) -> Result<DoorSettings, AppError> {
-    let id = study.id;
-    state.db(move |conn| doors::load(conn, id)).await
+    state.door(study.id).await
 }
 
 /// The ids a link or form carries, as the door sees them.

@@ -38,6 +38,11 @@ pub struct AppState {
     /// participants here within a second); edits made through this process's admin pages
     /// take effect at once ([`AppState::forget_study`]). Unknown slugs are not cached.
     studies: Arc<Cache<String, Arc<Study>>>,
+    /// Door settings per study (#15), with when they were read: like the study row, a setting
+    /// of the study that the entry page and the consent both need, so read at most once per
+    /// [`STUDY_FRESH`] per process (two statements each time on Postgres, four per participant;
+    /// issue #19). Forgotten with the study ([`AppState::forget_study`]).
+    doors: Arc<Cache<StudyId, crate::domain::door::DoorSettings>>,
     /// On SQLite, the survey's own connection and thread, committing concurrent page requests
     /// together ([`crate::store::writer`]); `None` on Postgres.
     writer: Option<crate::store::writer::Writer>,
@@ -145,6 +150,7 @@ impl AppState {
             translated: Arc::default(),
             full: Arc::default(),
             studies: Arc::default(),
+            doors: Arc::default(),
             writer,
             dummy_hash,
             form_key,
@@ -228,8 +234,24 @@ impl AppState {
     /// Drops a study from the cache (after this process changed or deleted it).
     pub fn forget_study(&self, slug: &str) {
         self.studies.remove(slug);
-        // Whether it is full is re-counted too: its targets may have changed.
+        // Whether it is full is re-counted too: its targets may have changed; and its door.
         self.full.clear();
+        self.doors.clear();
+    }
+
+    /// A study's door settings, read from the database at most once per [`STUDY_FRESH`].
+    pub async fn door(
+        &self,
+        study: StudyId,
+    ) -> Result<crate::domain::door::DoorSettings, AppError> {
+        if let Some(door) = self.doors.get(&study, Some(STUDY_FRESH)) {
+            return Ok(door);
+        }
+        let door = self
+            .db(move |conn| crate::store::doors::load(conn, study))
+            .await?;
+        self.doors.put(study, door.clone());
+        Ok(door)
     }
 
     /// Whether a study is full, re-counted at most once per second per process.
