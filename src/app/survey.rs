@@ -10,7 +10,9 @@ use crate::domain::survey::{
     ATTENTION_CHECK, CONSENT_FIELD, FormErrors, HONEYPOT_FIELD, Outcome, Page, PageEvent,
     ParticipantStatus, SessionKey, grade_check, parse_demographics, parse_questionnaire,
 };
-use crate::store::participants::{self, Arrival, Effect, FreeTextAnswer, Participant, Submitted};
+use crate::store::participants::{
+    self, Arrival, Created, Effect, FreeTextAnswer, Participant, Submitted,
+};
 use crate::store::studies::Study;
 use crate::store::{DbConnection, StoreError, instruments};
 
@@ -288,16 +290,31 @@ pub fn begin(
     study: &Study,
     form: Arrived,
 ) -> Result<Participant, StoreError> {
-    let p = participants::create(conn, study, &form.public_id, &form.arrival, form.orders)?;
-    if p.page() != Page::Consent || p.status != ParticipantStatus::Active {
-        return Ok(p);
-    }
     // Never later than now (the clocks of two replicas may differ by a little).
     let shown = form.shown_at.min(crate::store::now());
-    participants::record_event_at(conn, p.id, Page::Consent, PageEvent::Shown, shown)?;
+    let created = participants::create(
+        conn,
+        study,
+        &form.public_id,
+        &form.arrival,
+        form.orders,
+        shown,
+    )?;
+    let p = match created {
+        Created::New(p) => p,
+        Created::Found(p) => {
+            if p.page() != Page::Consent || p.status != ParticipantStatus::Active {
+                return Ok(p);
+            }
+            // Left on the consent page by a crash after its INSERT (see above).
+            participants::record_event_at(conn, p.id, Page::Consent, PageEvent::Shown, shown)?;
+            p
+        }
+    };
     let (to, effect) = consent_move(form.consent);
-    let _: Submitted = participants::submit(conn, study, p.id, Page::Consent, to, effect)?;
-    Ok(participants::get(conn, p.id)?)
+    let (_, now): (Submitted, _) =
+        participants::submit_and_get(conn, study, p.id, Page::Consent, to, effect)?;
+    Ok(now)
 }
 
 /// The current year (demographics ask for a birth year and check it against this).

@@ -318,17 +318,35 @@ pub fn study_is_full(conn: &mut DbConnection, study: &Study) -> QueryResult<bool
     Ok(assignment::is_full(&cells, target))
 }
 
-/// Creates a participant on the consent page. Returns the existing one when the same session
-/// key (a double submit of one consent form) or the same Prolific id (two tabs at once) got
-/// here first (`ON CONFLICT DO NOTHING`: no failed statement, which on Postgres would abort
-/// a surrounding transaction).
+/// Whether [`create`] made the participant or found them.
+pub enum Created {
+    /// Made now, with the consent page's "shown" event recorded.
+    New(Participant),
+    /// Already there: nothing was written.
+    Found(Participant),
+}
+
+impl Created {
+    /// The participant, made or found.
+    pub fn participant(self) -> Participant {
+        match self {
+            Created::New(p) | Created::Found(p) => p,
+        }
+    }
+}
+
+/// Creates a participant on the consent page, with that page's "shown" event at `shown`.
+/// Returns the existing one when the same session key (a double submit of one consent form)
+/// or the same Prolific id (two tabs at once) got here first (`ON CONFLICT DO NOTHING`: no
+/// failed statement, which on Postgres would abort a surrounding transaction).
 pub fn create(
     conn: &mut DbConnection,
     study: &Study,
     public_id: &str,
     arrival: &Arrival,
     orders: (Vec<u32>, Vec<u32>),
-) -> Result<Participant, StoreError> {
+    shown: NaiveDateTime,
+) -> Result<Created, StoreError> {
     let t = now();
     let insert = diesel::insert_into(participants::table)
         .values((
@@ -350,17 +368,28 @@ pub fn create(
         ))
         .on_conflict_do_nothing();
     // The new row itself, not its id and then a read of it (a round trip on Postgres).
-    let inserted: QueryResult<Participant> = per_backend!(conn, |c| insert
-        .returning(Participant::as_returning())
-        .get_result(c));
+    let inserted: QueryResult<Participant> = match conn {
+        // The row and its event in one statement (see `pg_pages::Arrive`).
+        DbConnection::Postgresql(c) => {
+            let insert = insert.returning(Participant::as_returning());
+            pg_pages::Arrive::new(insert, shown).get_result(c)
+        }
+        DbConnection::Sqlite(c) => insert.returning(Participant::as_returning()).get_result(c),
+    };
     match inserted {
-        Ok(p) => Ok(p),
+        Ok(p) => {
+            if let DbConnection::Sqlite(_) = conn {
+                record_event_at(conn, p.id, Page::Consent, PageEvent::Shown, shown)?;
+            }
+            Ok(Created::New(p))
+        }
         Err(diesel::result::Error::NotFound) => {
             if let Some(p) = by_public_id(conn, study.id, public_id)? {
-                return Ok(p);
+                return Ok(Created::Found(p));
             }
             match &arrival.prolific_pid {
                 Some(pid) => by_pid(conn, study.id, pid)?
+                    .map(Created::Found)
                     .ok_or_else(|| StoreError::Conflict("participant vanished".into())),
                 None => Err(StoreError::Conflict("duplicate participant id".into())),
             }
@@ -539,6 +568,9 @@ pub fn submit_and_get(
     to: Page,
     effect: Effect,
 ) -> Result<(Submitted, Participant), StoreError> {
+    if let (DbConnection::Postgresql(_), Effect::Consent) = (&*conn, &effect) {
+        return pg_consent(conn, study, participant, from, to);
+    }
     let effect = match conn {
         DbConnection::Postgresql(c) => match pg_submit(c, study, participant, from, to, effect) {
             Ok(Some(p)) => return Ok((Submitted::Moved, p)),
@@ -557,6 +589,83 @@ pub fn submit_and_get(
         None => Submitted::Stale,
     };
     Ok((submitted, get(conn, participant)?))
+}
+
+/// The consent on Postgres (#19): the study's assignment lock, its counts, then the move, its
+/// "submitted" event and the draw in one statement that returns the participant ([`submit`]
+/// moved, recorded, drew under the lock, wrote the draw with a second UPDATE of the row, and
+/// the participant was read after the commit: six statements where this has three). The
+/// guard is the same `page = from AND status = active` UPDATE, now under the lock: a double
+/// submit waits its turn and then moves nothing. When every situation is full the draw
+/// screens the participant out, through [`submit_in_tx`] in the same transaction (its lock
+/// is this one again; rare enough to keep one way of ending a participant).
+fn pg_consent(
+    conn: &mut DbConnection,
+    study: &Study,
+    participant: ParticipantId,
+    from: Page,
+    to: Page,
+) -> Result<(Submitted, Participant), StoreError> {
+    let ids = assignable(conn, study)?;
+    let done = conn.transaction(|conn| {
+        assignment_lock(conn, study)?;
+        let t = now();
+        let cells = counted(conn, study, ids, t)?;
+        let target = u32::try_from(study.target_per_situation).ok();
+        let seed = assignment::mix_seed(study.seed as u64, participant.0 as u64);
+        let Assignment::Assigned(draw) = assignment::assign(&cells, target, seed) else {
+            let submitted = submit_in_tx(conn, study, participant, from, to, Effect::Consent)?;
+            return Ok((submitted, None));
+        };
+        let record =
+            serde_json::to_string(&draw).map_err(|e| StoreError::Inconsistent(e.to_string()))?;
+        let stores = pg_pages::Assigned {
+            situation: SituationId(draw.situation_id),
+            record,
+        };
+        let reserve = t + Duration::minutes(i64::from(study.reservation_minutes.max(1)));
+        let DbConnection::Postgresql(c) = conn else {
+            return Err(StoreError::Inconsistent("consent: not Postgres".into()));
+        };
+        let moved = pg_pages::Submit::<_, Participant>::new(
+            participant,
+            from,
+            to,
+            t,
+            Some(reserve),
+            stores,
+        )
+        .get_result(c)
+        .optional()
+        .map_err(corrupt_row("participants", participant))?;
+        Ok::<_, StoreError>(match moved {
+            Some(p) => (Submitted::Moved, Some(p)),
+            None => (Submitted::Stale, None),
+        })
+    })?;
+    match done {
+        (submitted, Some(p)) => Ok((submitted, p)),
+        // Stale or screened out: the participant as they now are.
+        (submitted, None) => Ok((submitted, get(conn, participant)?)),
+    }
+}
+
+/// Serialises a study's assignments on Postgres so two arrivals cannot both take the same
+/// least-filled situation: a transaction-scoped advisory lock on the study (shared by every
+/// replica on this database), not a lock on its row. Every arriving participant's INSERT
+/// checks its foreign key with `FOR KEY SHARE` on that row; `FOR UPDATE` made each arrival wait
+/// for the consent before it (7 ms an INSERT at concurrency 200), and `FOR NO KEY UPDATE`
+/// beside the key sharers turned the row's lock into a multixact on every arrival (Postgres's
+/// CPU per participant up by half): BENCHMARKS.md, "Postgres: consents". On SQLite the
+/// transaction's write lock already serialises them.
+fn assignment_lock(conn: &mut DbConnection, study: &Study) -> QueryResult<()> {
+    if let DbConnection::Postgresql(_) = conn {
+        diesel::sql_query("SELECT pg_advisory_xact_lock($1, ($2 % 2147483647)::int)")
+            .bind::<diesel::sql_types::Integer, _>(ASSIGNMENT_LOCK)
+            .bind::<diesel::sql_types::BigInt, _>(study.id)
+            .execute(conn)?;
+    }
+    Ok(())
 }
 
 /// Why [`pg_submit`] did not store the page.
@@ -700,20 +809,7 @@ fn submit_in_tx(
             // Read before the lock below: no consent changes which situations a study assigns,
             // and every statement under the lock is one more that the next consent waits for.
             let ids = assignable(conn, study)?;
-            if let super::DbConnection::Postgresql(_) = conn {
-                // Serialise assignments per study so two arrivals cannot both take the same
-                // least-filled situation: a transaction-scoped advisory lock on the study
-                // (shared by every replica on this database), not a lock on its row. Every
-                // arriving participant's INSERT checks its foreign key with `FOR KEY SHARE` on
-                // that row; `FOR UPDATE` made each arrival wait for the consent before it
-                // (7 ms an INSERT at concurrency 200), and `FOR NO KEY UPDATE` beside the key
-                // sharers turned the row's lock into a multixact on every arrival (Postgres's
-                // CPU per participant up by half): BENCHMARKS.md, "Postgres: consents".
-                diesel::sql_query("SELECT pg_advisory_xact_lock($1, ($2 % 2147483647)::int)")
-                    .bind::<diesel::sql_types::Integer, _>(ASSIGNMENT_LOCK)
-                    .bind::<diesel::sql_types::BigInt, _>(study.id)
-                    .execute(conn)?;
-            }
+            assignment_lock(conn, study)?;
             let cells = counted(conn, study, ids, t)?;
             let target = u32::try_from(study.target_per_situation).ok();
             let seed = assignment::mix_seed(study.seed as u64, participant.0 as u64);

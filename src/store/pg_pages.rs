@@ -36,6 +36,25 @@ use super::{ParticipantId, StudyId};
 use crate::domain::measure::Measure;
 use crate::domain::survey::{Page, PageEvent, ParticipantStatus};
 
+/// What every statement type here is besides its SQL: a query id of its own (diesel keys its
+/// cache of prepared statements by it, so each pooled connection prepares the statement once),
+/// the row it returns, and `get_result` on a Postgres connection. The types are generic over
+/// the row (`R`) and one more parameter (`$p`, bounded by `$bound`).
+macro_rules! statement {
+    ($name:ident<$p:ident: $bound:path>, $row:ty) => {
+        impl<$p: $bound, R: Selectable<Pg> + 'static> QueryId for $name<$p, R> {
+            type QueryId = Self;
+            const HAS_STATIC_QUERY_ID: bool = true;
+        }
+
+        impl<$p: $bound, R: Selectable<Pg>> Query for $name<$p, R> {
+            type SqlType = $row;
+        }
+
+        impl<$p: $bound, R: Selectable<Pg>> RunQueryDsl<PgConnection> for $name<$p, R> {}
+    };
+}
+
 /// The unique column a survey cookie's key is looked up in.
 pub trait KeyColumn: 'static {
     const COLUMN: &'static str;
@@ -58,6 +77,8 @@ pub struct ProlificPid;
 impl KeyColumn for ProlificPid {
     const COLUMN: &'static str = "prolific_pid";
 }
+
+statement!(OpenPage<K: KeyColumn>, (AsSelect<R, Pg>, Nullable<Text>));
 
 /// A page request: the participant of `key` in `study` and, in the same statement, the "shown"
 /// event of `show` recorded when that is the participant's current page, and the situation's
@@ -93,15 +114,6 @@ impl<K: KeyColumn, R: Selectable<Pg>> OpenPage<K, R> {
     }
 }
 
-impl<K: KeyColumn, R: Selectable<Pg> + 'static> QueryId for OpenPage<K, R> {
-    type QueryId = Self;
-    const HAS_STATIC_QUERY_ID: bool = true;
-}
-
-impl<K: KeyColumn, R: Selectable<Pg>> Query for OpenPage<K, R> {
-    type SqlType = (AsSelect<R, Pg>, Nullable<Text>);
-}
-
 impl<K: KeyColumn, R: Selectable<Pg>> QueryFragment<Pg> for OpenPage<K, R>
 where
     AsSelect<R, Pg>: QueryFragment<Pg>,
@@ -132,8 +144,6 @@ where
         Ok(())
     }
 }
-
-impl<K: KeyColumn, R: Selectable<Pg>> RunQueryDsl<PgConnection> for OpenPage<K, R> {}
 
 /// `k AS MATERIALIZED (… WHERE key = $k), p AS (SELECT * FROM k WHERE study_id = $s)`: the
 /// participant of `key` in `study`, found through the key's own index whatever the plan.
@@ -167,6 +177,8 @@ where
     Ok(())
 }
 
+statement!(ByKey<K: KeyColumn>, AsSelect<R, Pg>);
+
 /// The participant of `key` in `study` (a POST's read, the Prolific entry's): the lookup of
 /// [`OpenPage`] alone, through the key's own index (see [`by_key`]).
 pub struct ByKey<K: KeyColumn, R: Selectable<Pg>> {
@@ -187,15 +199,6 @@ impl<K: KeyColumn, R: Selectable<Pg>> ByKey<K, R> {
     }
 }
 
-impl<K: KeyColumn, R: Selectable<Pg> + 'static> QueryId for ByKey<K, R> {
-    type QueryId = Self;
-    const HAS_STATIC_QUERY_ID: bool = true;
-}
-
-impl<K: KeyColumn, R: Selectable<Pg>> Query for ByKey<K, R> {
-    type SqlType = AsSelect<R, Pg>;
-}
-
 impl<K: KeyColumn, R: Selectable<Pg>> QueryFragment<Pg> for ByKey<K, R>
 where
     AsSelect<R, Pg>: QueryFragment<Pg>,
@@ -207,8 +210,6 @@ where
         Ok(())
     }
 }
-
-impl<K: KeyColumn, R: Selectable<Pg>> RunQueryDsl<PgConnection> for ByKey<K, R> {}
 
 /// What a page stores besides the move, as SQL added to the submit statement: assignments to
 /// the participant's row, and further `WITH` parts that insert rows for the participant the
@@ -302,6 +303,27 @@ impl Stores for Situation {
     }
 }
 
+/// The consent's draw (#19): the situation the participant is assigned and the record of the
+/// draw, set by the move's own UPDATE. It was a second UPDATE of the same row in the consent's
+/// transaction, and the participant was read again after the commit; now the row is written
+/// once and `RETURNING` is the read.
+pub struct Assigned {
+    pub situation: super::SituationId,
+    pub record: String,
+}
+
+impl Stores for Assigned {
+    fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql(", situation_id = ");
+        out.push_bind_param::<BigInt, _>(&self.situation)?;
+        out.push_sql(", assignment = ");
+        out.push_bind_param::<Text, _>(&self.record)
+    }
+    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        Ok(())
+    }
+}
+
 /// The attention check's answer, and the flag when it failed.
 pub struct Check {
     pub key: String,
@@ -366,6 +388,8 @@ impl Stores for Complete {
     }
 }
 
+statement!(Submit<S: Stores>, AsSelect<R, Pg>);
+
 /// A page submit: moves the participant from `from` to `to` while still active on `from`,
 /// records the "submitted" event and stores `stores`, returning the participant as the move
 /// left it (nothing when the guard found them elsewhere).
@@ -399,15 +423,6 @@ impl<S: Stores, R: Selectable<Pg>> Submit<S, R> {
             columns: R::as_select(),
         }
     }
-}
-
-impl<S: Stores, R: Selectable<Pg> + 'static> QueryId for Submit<S, R> {
-    type QueryId = Self;
-    const HAS_STATIC_QUERY_ID: bool = true;
-}
-
-impl<S: Stores, R: Selectable<Pg>> Query for Submit<S, R> {
-    type SqlType = AsSelect<R, Pg>;
 }
 
 impl<S: Stores, R: Selectable<Pg>> QueryFragment<Pg> for Submit<S, R>
@@ -446,4 +461,47 @@ where
     }
 }
 
-impl<S: Stores, R: Selectable<Pg>> RunQueryDsl<PgConnection> for Submit<S, R> {}
+/// An arrival (#19): the participant's INSERT (`insert`, which returns the new row) and, in
+/// the same statement, its consent page's "shown" event at `at`. They were two statements and
+/// two commits; the event was always written right after the row, so now a crash cannot fall
+/// between them either. The INSERT's `ON CONFLICT DO NOTHING` returns no row for a participant
+/// who already exists, and then no event is inserted: the caller reads that participant.
+pub struct Arrive<Q> {
+    insert: Q,
+    at: NaiveDateTime,
+}
+
+impl<Q> Arrive<Q> {
+    pub fn new(insert: Q, at: NaiveDateTime) -> Self {
+        Self { insert, at }
+    }
+}
+
+impl<Q: QueryId> QueryId for Arrive<Q> {
+    type QueryId = Arrive<Q::QueryId>;
+    const HAS_STATIC_QUERY_ID: bool = Q::HAS_STATIC_QUERY_ID;
+}
+
+impl<Q: Query> Query for Arrive<Q> {
+    type SqlType = Q::SqlType;
+}
+
+impl<Q: QueryFragment<Pg>> QueryFragment<Pg> for Arrive<Q> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("WITH arrived AS (");
+        self.insert.walk_ast(out.reborrow())?;
+        out.push_sql(
+            "), shown AS (INSERT INTO page_events (participant_id, page, event, at) \
+             SELECT id, ",
+        );
+        out.push_bind_param::<Text, _>(&Page::Consent)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(&PageEvent::Shown)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Timestamp, _>(&self.at)?;
+        out.push_sql(" FROM arrived) SELECT * FROM arrived");
+        Ok(())
+    }
+}
+
+impl<Q> RunQueryDsl<PgConnection> for Arrive<Q> {}

@@ -1,7 +1,7 @@
 //! Balanced assignment through the real store, with dropouts: 175 situations, a target per
 //! situation, ~50 participants in flight, 20 % abandoning mid-survey. Arrivals go through the
-//! same store functions the pages call (`participants::create`, then `participants::submit` for
-//! each page of the protocol; consent assigns), until `participants::study_is_full`.
+//! same store functions the pages call (`participants::create`, then
+//! `participants::submit_and_get` for each page of the protocol; consent assigns), until `participants::study_is_full`.
 //!
 //! The domain simulation in `src/domain/assignment.rs` proves the rule on cells in memory; this
 //! test proves what the database ends with: every situation's completed count is within one of
@@ -165,8 +165,10 @@ impl Sim {
                 &format!("sim-{}", self.tally.arrivals),
                 &Arrival::default(),
                 (order.clone(), order),
+                emotionbench::store::now(),
             )
-            .unwrap();
+            .unwrap()
+            .participant();
             let abandons_at = (self.rng.random_range(0..100) < ABANDON_PERCENT)
                 .then(|| AFTER_CONSENT[self.rng.random_range(0..AFTER_CONSENT.len())]);
             self.flight.push(InFlight {
@@ -191,7 +193,8 @@ impl Sim {
             return;
         }
         let (to, effect) = step(p.page, &mut self.rng);
-        let outcome = participants::submit(conn, &self.study, p.id, p.page, to, effect).unwrap();
+        let (outcome, _) =
+            participants::submit_and_get(conn, &self.study, p.id, p.page, to, effect).unwrap();
         match outcome {
             Submitted::Moved if to == Page::Done => {
                 self.tally.completed += 1;
@@ -446,8 +449,10 @@ fn every_survey_query_is_answered_from_an_index_however_large_the_study() {
         "explain-1",
         &Arrival::default(),
         (order.clone(), order.clone()),
+        emotionbench::store::now(),
     )
-    .unwrap();
+    .unwrap()
+    .participant();
     let mut page = Page::Consent;
     while page != Page::Done {
         participants::open_page(
@@ -470,8 +475,10 @@ fn every_survey_query_is_answered_from_an_index_however_large_the_study() {
         "explain-2",
         &Arrival::default(),
         (order.clone(), order),
+        emotionbench::store::now(),
     )
-    .unwrap();
+    .unwrap()
+    .participant();
     participants::withdraw(&mut conn, q.id).unwrap();
     let statements: std::collections::BTreeSet<String> = seen.lock().unwrap().drain(..).collect();
 
@@ -597,8 +604,10 @@ fn postgres_finds_a_participant_through_their_key_under_a_generic_plan() {
                     &format!("secret-{i}"),
                     &arrival,
                     (order.clone(), order.clone()),
+                    emotionbench::store::now(),
                 )
-                .unwrap();
+                .unwrap()
+                .participant();
                 keys.push(participants::resume_key(conn, p.id)?);
             }
             Ok(keys)

@@ -162,6 +162,20 @@ fn count(app: &TestApp, sql_table: &str) -> i64 {
         .n
 }
 
+/// A participant's page events, (page, event), in the order they were written.
+fn events_of(app: &TestApp, id: emotionbench::store::ParticipantId) -> Vec<(String, String)> {
+    use diesel::prelude::*;
+    use emotionbench::store::schema::page_events;
+    let pool = app.pool();
+    let mut conn = pool.get().unwrap();
+    page_events::table
+        .filter(page_events::participant_id.eq(id))
+        .order(page_events::id)
+        .select((page_events::page, page_events::event))
+        .load::<(String, String)>(&mut conn)
+        .unwrap()
+}
+
 fn participant(app: &TestApp, slug: &str, pid: &str) -> participants::Participant {
     let pool = app.pool();
     let mut conn = pool.get().unwrap();
@@ -208,8 +222,38 @@ fn the_whole_flow_from_the_prolific_link_to_the_completion_redirect(db: TestDb) 
     drop(conn);
     assert_eq!(count(&app, "attention_checks"), 1);
     // Shown and submitted timestamps for each of the 7 pages before the end (the consent
-    // page's "shown" is when its page was shown, carried by its visit id).
-    assert!(count(&app, "page_events") >= 14);
+    // page's "shown" is when its page was shown, carried by its visit id), each page's "shown"
+    // first in the order they were written: the evidence reads a page's time in that order.
+    // The consent's "shown" is written with the participant's row and its "submitted" with the
+    // consent's move (on Postgres, each in the same statement): once each.
+    let events = events_of(&app, p.id);
+    let consent: Vec<&str> = events
+        .iter()
+        .filter(|(page, _)| page == "consent")
+        .map(|(_, e)| e.as_str())
+        .collect();
+    assert_eq!(consent, ["shown", "submitted"], "{events:?}");
+    for page in [
+        "consent",
+        "demographics",
+        "feelings-now",
+        "situation",
+        "feelings-imagined",
+        "check",
+        "debrief",
+    ] {
+        let of_page: Vec<&str> = events
+            .iter()
+            .filter(|(p, _)| p == page)
+            .map(|(_, e)| e.as_str())
+            .collect();
+        assert_eq!(of_page.first(), Some(&"shown"), "{page}: {events:?}");
+        assert_eq!(
+            of_page.iter().filter(|e| **e == "submitted").count(),
+            1,
+            "{page}: {events:?}"
+        );
+    }
     // After completion, the done page shows the code.
     let (done, path) = b.open("/s/flow");
     assert!(path.ends_with("/done"));
