@@ -663,16 +663,7 @@ fn script_in_researcher_text_renders_inert_everywhere(db: TestDb) {
     };
     let b = app.browser();
     let mut seen_escaped = 0;
-    for page in [
-        "consent",
-        "demographics",
-        "feelings-now",
-        "situation",
-        "feelings-imagined",
-        "check",
-        "debrief",
-        "done",
-    ] {
+    for page in crate::helpers::PAGES_TO_DEBRIEF.into_iter().chain(["done"]) {
         let (r, _) = walk_to(&b, "/s/xss", page);
         check(page, &r.body);
         if r.body.contains("&lt;script&gt;") || r.body.contains("&#60;script&#62;") {

@@ -12,6 +12,18 @@ use diesel::connection::SimpleConnection;
 use emotionbench::store::{self, db, instruments, situations};
 use emotionbench::{Application, Settings};
 
+/// The protocol's pages up to the last one a participant submits, in order (their URL names:
+/// `domain::survey::Page::as_str`); "done" follows.
+pub const PAGES_TO_DEBRIEF: [&str; 7] = [
+    "consent",
+    "demographics",
+    "feelings-now",
+    "situation",
+    "feelings-imagined",
+    "check",
+    "debrief",
+];
+
 /// A loopback port that was free a moment ago (for a child process to bind).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -233,15 +233,7 @@ fn the_whole_flow_from_the_prolific_link_to_the_completion_redirect(db: TestDb) 
         .map(|(_, e)| e.as_str())
         .collect();
     assert_eq!(consent, ["shown", "submitted"], "{events:?}");
-    for page in [
-        "consent",
-        "demographics",
-        "feelings-now",
-        "situation",
-        "feelings-imagined",
-        "check",
-        "debrief",
-    ] {
+    for page in crate::helpers::PAGES_TO_DEBRIEF {
         let of_page: Vec<&str> = events
             .iter()
             .filter(|(p, _)| p == page)
