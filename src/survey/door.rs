@@ -33,11 +33,6 @@ struct Refused {
 /// The consent form's field that binds its visit to a verified Prolific id.
 pub const DOOR_FIELD: &str = "door";
 
-/// The study's door settings (the default when it has none), read at most once a second.
-pub async fn settings(state: &AppState, study: &Study) -> Result<DoorSettings, AppError> {
-    state.door(study.id).await
-}
-
 /// The ids a link or form carries, as the door sees them.
 pub struct Ids<'a> {
     pub pid: Option<&'a str>,

@@ -205,7 +205,7 @@ pub async fn get(
                 // study requires Prolific's token, only with a valid one: an id alone is no
                 // proof).
                 Some(p) => {
-                    let d = door::settings(&state, &study).await?;
+                    let d = state.door(study.id).await?;
                     if d.require_token {
                         if let Err(refusal) =
                             door::verify_token(&state, &study, &d, &ids.door()).await
@@ -284,7 +284,7 @@ pub async fn consent_form(
     let (pid, require_token) = if pilot.is_some() {
         (ids.pid.clone(), false)
     } else {
-        let d = door::settings(&state, &ctx.study).await?;
+        let d = state.door(ctx.study.id).await?;
         match door::at_consent_page(&state, &ctx.study, &d, &ids.door()).await? {
             Ok(pid) => (pid, d.require_token),
             Err(refusal) => return refusal.page(&ctx.study, english(&state)),
@@ -413,7 +413,7 @@ pub async fn consent(
     // Pilots come from the researchers, who hold the link's token: not checked at the door
     // nor limited per address.
     if !arrival.pilot {
-        let d = door::settings(&state, &study).await?;
+        let d = state.door(study.id).await?;
         let refusal = door::at_consent_answer(
             &state,
             &study,
