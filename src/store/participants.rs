@@ -608,22 +608,13 @@ fn pg_consent(
 ) -> Result<(Submitted, Participant), StoreError> {
     let ids = assignable(conn, study)?;
     let done = conn.transaction(|conn| {
-        assignment_lock(conn, study)?;
         let t = now();
-        let cells = counted(conn, study, ids, t)?;
-        let target = u32::try_from(study.target_per_situation).ok();
-        let seed = assignment::mix_seed(study.seed as u64, participant.0 as u64);
-        let Assignment::Assigned(draw) = assignment::assign(&cells, target, seed) else {
+        let Some((situation, record)) = draw_under_lock(conn, study, participant, ids, t)? else {
             let submitted = submit_in_tx(conn, study, participant, from, to, Effect::Consent)?;
             return Ok((submitted, None));
         };
-        let record =
-            serde_json::to_string(&draw).map_err(|e| StoreError::Inconsistent(e.to_string()))?;
-        let stores = pg_pages::Assigned {
-            situation: SituationId(draw.situation_id),
-            record,
-        };
-        let reserve = t + Duration::minutes(i64::from(study.reservation_minutes.max(1)));
+        let stores = pg_pages::Assigned { situation, record };
+        let reserve = reserved_until(study, t);
         let DbConnection::Postgresql(c) = conn else {
             return Err(StoreError::Inconsistent("consent: not Postgres".into()));
         };
@@ -648,6 +639,35 @@ fn pg_consent(
         // Stale or screened out: the participant as they now are.
         (submitted, None) => Ok((submitted, get(conn, participant)?)),
     }
+}
+
+/// The consent's draw among `ids` (the study's assignable situations): under the study's
+/// assignment lock, the least-filled situation by the cells' counts at `t`, and the record of
+/// the draw stored with it; `None` when every situation is full.
+fn draw_under_lock(
+    conn: &mut DbConnection,
+    study: &Study,
+    participant: ParticipantId,
+    ids: Vec<SituationId>,
+    t: NaiveDateTime,
+) -> Result<Option<(SituationId, String)>, StoreError> {
+    assignment_lock(conn, study)?;
+    let cells = counted(conn, study, ids, t)?;
+    let target = u32::try_from(study.target_per_situation).ok();
+    let seed = assignment::mix_seed(study.seed as u64, participant.0 as u64);
+    match assignment::assign(&cells, target, seed) {
+        Assignment::Assigned(draw) => {
+            let record = serde_json::to_string(&draw)
+                .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
+            Ok(Some((SituationId(draw.situation_id), record)))
+        }
+        Assignment::Full => Ok(None),
+    }
+}
+
+/// Until when a participant who moves on at `t` keeps their situation reserved.
+fn reserved_until(study: &Study, t: NaiveDateTime) -> NaiveDateTime {
+    t + Duration::minutes(i64::from(study.reservation_minutes.max(1)))
 }
 
 /// Serialises a study's assignments on Postgres so two arrivals cannot both take the same
@@ -686,7 +706,7 @@ fn pg_submit(
 ) -> Result<Option<Participant>, PgSubmit> {
     use pg_pages::Submit;
     let t = now();
-    let reserve = t + Duration::minutes(i64::from(study.reservation_minutes.max(1)));
+    let reserve = reserved_until(study, t);
     let reserve = Some(reserve);
     let done = match effect {
         Effect::Complete => {
@@ -788,7 +808,7 @@ fn submit_in_tx(
     effect: Effect,
 ) -> Result<Submitted, StoreError> {
     let t = now();
-    let reserve = t + Duration::minutes(i64::from(study.reservation_minutes.max(1)));
+    let reserve = reserved_until(study, t);
     // The guard: only the request that finds the participant still on `from` proceeds. On
     // SQLite this UPDATE also takes the write lock, serialising the rest of the transaction.
     let moved = hot::MovePage {
@@ -809,22 +829,16 @@ fn submit_in_tx(
             // Read before the lock below: no consent changes which situations a study assigns,
             // and every statement under the lock is one more that the next consent waits for.
             let ids = assignable(conn, study)?;
-            assignment_lock(conn, study)?;
-            let cells = counted(conn, study, ids, t)?;
-            let target = u32::try_from(study.target_per_situation).ok();
-            let seed = assignment::mix_seed(study.seed as u64, participant.0 as u64);
-            match assignment::assign(&cells, target, seed) {
-                Assignment::Assigned(draw) => {
-                    let record = serde_json::to_string(&draw)
-                        .map_err(|e| StoreError::Inconsistent(e.to_string()))?;
+            match draw_under_lock(conn, study, participant, ids, t)? {
+                Some((situation, record)) => {
                     hot::Assign {
                         id: participant,
-                        situation: SituationId(draw.situation_id),
+                        situation,
                         record,
                     }
                     .execute(conn)?;
                 }
-                Assignment::Full => {
+                None => {
                     end(conn, participant, Outcome::ScreenedOut, t)?;
                     result = Submitted::Full;
                 }

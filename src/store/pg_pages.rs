@@ -215,10 +215,14 @@ where
 /// the participant's row, and further `WITH` parts that insert rows for the participant the
 /// UPDATE returned (`moved`).
 pub trait Stores: Send + 'static {
-    /// `, column = value` parts of the UPDATE's SET list (may be empty).
-    fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()>;
-    /// `, name AS (INSERT ... FROM moved)` parts (may be empty).
-    fn insert<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()>;
+    /// `, column = value` parts of the UPDATE's SET list (none unless given).
+    fn set<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        Ok(())
+    }
+    /// `, name AS (INSERT ... FROM moved)` parts (none unless given).
+    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        Ok(())
+    }
 }
 
 /// The demographic answers, as a JSON object.
@@ -228,9 +232,6 @@ impl Stores for Demographics {
     fn set<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         out.push_sql(", demographics = ");
         out.push_bind_param::<Text, _>(&self.0)
-    }
-    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        Ok(())
     }
 }
 
@@ -260,9 +261,6 @@ impl Answers {
 }
 
 impl Stores for Answers {
-    fn set<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        Ok(())
-    }
     fn insert<'b>(&'b self, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         out.push_sql(
             ", answers AS (INSERT INTO responses \
@@ -298,9 +296,6 @@ impl Stores for Situation {
         out.push_sql(", flag_honeypot = flag_honeypot OR ");
         out.push_bind_param::<Bool, _>(&self.honeypot)
     }
-    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        Ok(())
-    }
 }
 
 /// The consent's draw (#19): the situation the participant is assigned and the record of the
@@ -318,9 +313,6 @@ impl Stores for Assigned {
         out.push_bind_param::<BigInt, _>(&self.situation)?;
         out.push_sql(", assignment = ");
         out.push_bind_param::<Text, _>(&self.record)
-    }
-    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        Ok(())
     }
 }
 
@@ -381,9 +373,6 @@ impl Stores for Complete {
         out.push_sql(", ");
         out.push_bind_param::<Text, _>(&Measure::Evoked)?;
         out.push_sql(") GROUP BY phase) AS pages), false)");
-        Ok(())
-    }
-    fn insert<'b>(&'b self, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         Ok(())
     }
 }
