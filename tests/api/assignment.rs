@@ -575,20 +575,7 @@ fn postgres_finds_a_participant_through_their_key_under_a_generic_plan() {
     };
     let pool = db.pool();
     let mut conn = pool.get().unwrap();
-    let inst = instruments::ensure_builtin(&mut conn).unwrap();
-    situations::import(&mut conn, "synthetic-175", "test", &synthetic_situations()).unwrap();
-    let set = situations::find_set(&mut conn, "synthetic-175")
-        .unwrap()
-        .unwrap();
-    studies::create(
-        &mut conn,
-        &StudyConfig::new("keys", "Keys"),
-        StudyStatus::Open,
-        studies::Sources::new(inst, Some(set)),
-        2024,
-    )
-    .unwrap();
-    let study = studies::load(&mut conn, "keys").unwrap().unwrap();
+    let study = open_study(&mut conn, "keys");
     let order: Vec<u32> = (1..=20).collect();
     let make = |conn: &mut store::DbConnection, from: usize, to: usize| -> Vec<String> {
         conn.transaction::<_, diesel::result::Error, _>(|conn| {
@@ -692,4 +679,118 @@ fn postgres_finds_a_participant_through_their_key_under_a_generic_plan() {
             "{what} read {n} participant rows or index entries of the study's 1,000"
         );
     }
+}
+
+/// An open study of the synthetic situations, made through the store.
+fn open_study(conn: &mut store::DbConnection, slug: &str) -> studies::Study {
+    let inst = instruments::ensure_builtin(conn).unwrap();
+    situations::import(conn, "synthetic-175", "test", &synthetic_situations()).unwrap();
+    let set = situations::find_set(conn, "synthetic-175")
+        .unwrap()
+        .unwrap();
+    studies::create(
+        conn,
+        &StudyConfig::new(slug, "A study"),
+        StudyStatus::Open,
+        studies::Sources::new(inst, Some(set)),
+        2024,
+    )
+    .unwrap();
+    studies::load(conn, slug).unwrap().unwrap()
+}
+
+/// A page view on Postgres commits without waiting for the WAL flush (what it writes is a
+/// "shown" event, never an answer: `store::pg_pages::OpenPage`), and only its own commit: the
+/// setting must not stay on the pooled connection, where the next request may be a submit
+/// whose reply promises its answers are on disk. Inside a transaction the statement's setting
+/// is visible until that transaction ends (it holds until the commit that reads it); after it,
+/// the connection is back to the server's `synchronous_commit = on`. A submit leaves it on.
+#[test]
+fn a_page_view_on_postgres_commits_without_the_wal_flush_and_a_submit_with_it() {
+    let Some(db) = TestDb::postgres() else {
+        return;
+    };
+    let pool = db.pool();
+    let mut conn = pool.get().unwrap();
+    let study = open_study(&mut conn, "views");
+    let order: Vec<u32> = (1..=20).collect();
+    let p = participants::create(
+        &mut conn,
+        &study,
+        "viewer",
+        &Arrival::default(),
+        (order.clone(), order),
+        emotionbench::store::now(),
+    )
+    .unwrap()
+    .participant();
+    #[derive(QueryableByName)]
+    struct Setting {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        synchronous_commit: String,
+    }
+    let setting = |c: &mut store::DbConnection| -> String {
+        diesel::sql_query("SHOW synchronous_commit")
+            .get_result::<Setting>(c)
+            .unwrap()
+            .synchronous_commit
+    };
+    let viewer = SessionKey::Owner("viewer".into());
+    let shown = |c: &mut store::DbConnection| -> i64 {
+        schema::page_events::table
+            .filter(schema::page_events::participant_id.eq(p.id))
+            .filter(schema::page_events::event.eq("shown"))
+            .count()
+            .get_result(c)
+            .unwrap()
+    };
+    let before = shown(&mut conn);
+    let in_view = conn
+        .transaction::<_, diesel::result::Error, _>(|c| {
+            participants::open_page(c, study.id, &viewer, Some(Page::Consent))?.unwrap();
+            Ok(setting(c))
+        })
+        .unwrap();
+    assert_eq!(
+        in_view, "off",
+        "the page view's commit waits for the WAL flush"
+    );
+    assert_eq!(
+        setting(&mut conn),
+        "on",
+        "the connection kept the page view's setting"
+    );
+    // Outside a transaction (as a request runs it): its own commit, the event stored.
+    participants::open_page(&mut conn, study.id, &viewer, Some(Page::Consent))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        setting(&mut conn),
+        "on",
+        "the connection kept the page view's setting"
+    );
+    assert_eq!(
+        shown(&mut conn),
+        before + 2,
+        "each view records its \"shown\" event"
+    );
+    let in_submit = conn
+        .transaction::<_, diesel::result::Error, _>(|c| {
+            let (moved, _) = participants::submit_and_get(
+                c,
+                &study,
+                p.id,
+                Page::Consent,
+                Page::Demographics,
+                Effect::Consent,
+            )
+            .map_err(|e| diesel::result::Error::QueryBuilderError(e.to_string().into()))?;
+            assert!(matches!(moved, Submitted::Moved), "{moved:?}");
+            Ok(setting(c))
+        })
+        .unwrap();
+    assert_eq!(
+        in_submit, "on",
+        "a submit's commit must wait for the WAL flush"
+    );
 }
