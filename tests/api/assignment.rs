@@ -158,17 +158,7 @@ impl Sim {
                 return;
             }
             self.tally.arrivals += 1;
-            let order: Vec<u32> = (1..=20).collect();
-            let p = participants::create(
-                conn,
-                &self.study,
-                &format!("sim-{}", self.tally.arrivals),
-                &Arrival::default(),
-                (order.clone(), order),
-                emotionbench::store::now(),
-            )
-            .unwrap()
-            .participant();
+            let p = arrive(conn, &self.study, &format!("sim-{}", self.tally.arrivals));
             let abandons_at = (self.rng.random_range(0..100) < ABANDON_PERCENT)
                 .then(|| AFTER_CONSENT[self.rng.random_range(0..AFTER_CONSENT.len())]);
             self.flight.push(InFlight {
@@ -436,23 +426,13 @@ fn every_survey_query_is_answered_from_an_index_however_large_the_study() {
             sink.lock().unwrap().push(query.to_string());
         }
     });
-    let order: Vec<u32> = (1..=20).collect();
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     assert!(
         participants::by_pid(&mut conn, study.id, "explain-1")
             .unwrap()
             .is_none()
     );
-    let p = participants::create(
-        &mut conn,
-        &study,
-        "explain-1",
-        &Arrival::default(),
-        (order.clone(), order.clone()),
-        emotionbench::store::now(),
-    )
-    .unwrap()
-    .participant();
+    let p = arrive(&mut conn, &study, "explain-1");
     let mut page = Page::Consent;
     while page != Page::Done {
         participants::open_page(
@@ -469,16 +449,7 @@ fn every_survey_query_is_answered_from_an_index_however_large_the_study() {
         page = to;
     }
     participants::study_is_full(&mut conn, &study).unwrap();
-    let q = participants::create(
-        &mut conn,
-        &study,
-        "explain-2",
-        &Arrival::default(),
-        (order.clone(), order),
-        emotionbench::store::now(),
-    )
-    .unwrap()
-    .participant();
+    let q = arrive(&mut conn, &study, "explain-2");
     participants::withdraw(&mut conn, q.id).unwrap();
     let statements: std::collections::BTreeSet<String> = seen.lock().unwrap().drain(..).collect();
 
@@ -681,6 +652,25 @@ fn postgres_finds_a_participant_through_their_key_under_a_generic_plan() {
     }
 }
 
+/// A new participant of `study` with session secret `key`, items in their numbered order.
+fn arrive(
+    conn: &mut store::DbConnection,
+    study: &studies::Study,
+    key: &str,
+) -> participants::Participant {
+    let order: Vec<u32> = (1..=20).collect();
+    participants::create(
+        conn,
+        study,
+        key,
+        &Arrival::default(),
+        (order.clone(), order),
+        emotionbench::store::now(),
+    )
+    .unwrap()
+    .participant()
+}
+
 /// An open study of the synthetic situations, made through the store.
 fn open_study(conn: &mut store::DbConnection, slug: &str) -> studies::Study {
     let inst = instruments::ensure_builtin(conn).unwrap();
@@ -713,17 +703,7 @@ fn a_page_view_on_postgres_commits_without_the_wal_flush_and_a_submit_with_it() 
     let pool = db.pool();
     let mut conn = pool.get().unwrap();
     let study = open_study(&mut conn, "views");
-    let order: Vec<u32> = (1..=20).collect();
-    let p = participants::create(
-        &mut conn,
-        &study,
-        "viewer",
-        &Arrival::default(),
-        (order.clone(), order),
-        emotionbench::store::now(),
-    )
-    .unwrap()
-    .participant();
+    let p = arrive(&mut conn, &study, "viewer");
     #[derive(QueryableByName)]
     struct Setting {
         #[diesel(sql_type = diesel::sql_types::Text)]
