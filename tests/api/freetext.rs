@@ -18,7 +18,7 @@ use emotionbench::store::{RunId, db};
 
 use crate::helpers::{TestDb, missing, ok, stderr, stdout};
 use crate::on_both_backends;
-use crate::runs::{command, eb, local_llm, provider, run_id};
+use crate::runs::{command, demo_run, eb, local_llm, provider, run_id};
 
 /// A config file with `[[providers]]` and `[[scorers]]` bodies.
 struct Cfg {
@@ -35,8 +35,9 @@ fn config(providers: &[String], scorers: &[String]) -> Cfg {
     Cfg { inner }
 }
 
+/// A `[[scorers]]` body: the same keys as a provider's.
 fn scorer(name: &str, kind: &str, url: &str, extra: &str) -> String {
-    format!("name = \"{name}\"\nkind = \"{kind}\"\nbase_url = \"{url}\"\n{extra}\n")
+    provider(name, kind, url, extra)
 }
 
 fn with_demo(db: &TestDb) {
@@ -84,17 +85,12 @@ fn writer() -> FakeServer {
 /// `run --study demo --instrument DEMO-SAY` on the Anger situations: 2 situations × 3
 /// targets × `repeats`, plus 3 targets × `default_repeats`.
 fn free_text_run(db: &TestDb, cfg: &Cfg, model: &str, repeats: &str, defaults: &str) -> RunId {
-    let out = ok(eb(
+    let out = ok(demo_run(
         db,
         &cfg.inner,
+        "writer",
+        model,
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "writer",
-            "--model",
-            model,
             "--instrument",
             "DEMO-SAY",
             "--repeats",
@@ -663,17 +659,12 @@ fn a_task_file_imports_and_a_free_text_task_is_refused_where_ratings_are_needed(
         stderr(&o)
     );
     // A conversation protocol asks ratings twice; a free-text task has none.
-    let o = eb(
+    let o = demo_run(
         &db,
         &cfg.inner,
+        "writer",
+        "w",
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "writer",
-            "--model",
-            "w",
             "--instrument",
             "SAY-2",
             "--repeats",
@@ -700,17 +691,12 @@ fn a_task_file_imports_and_a_free_text_task_is_refused_where_ratings_are_needed(
     assert!(stderr(&o).contains("runs text-report"), "{}", stderr(&o));
     // Two targets × one repeat, no default: the run asks each target after each situation.
     let run = {
-        let out = ok(eb(
+        let out = ok(demo_run(
             &db,
             &cfg.inner,
+            "writer",
+            "w",
             &[
-                "run",
-                "--study",
-                "demo",
-                "--provider",
-                "writer",
-                "--model",
-                "w",
                 "--instrument",
                 "SAY-2",
                 "--repeats",
@@ -738,17 +724,12 @@ fn a_task_file_imports_and_a_free_text_task_is_refused_where_ratings_are_needed(
         &[],
     );
     assert!(stderr(&o).contains("no run 999"), "{}", stderr(&o));
-    let rated = run_id(&ok(eb(
+    let rated = run_id(&ok(demo_run(
         &db,
         &cfg.inner,
+        "writer",
+        "w",
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "writer",
-            "--model",
-            "w",
             "--repeats",
             "1",
             "--default-repeats",
@@ -915,17 +896,12 @@ fn local_model_a_free_text_run_is_scored_and_reported_with_no_key() {
     );
     let started = Instant::now();
     // 3 targets × (1 default + 1 Anger situation): six prompts of at most 60 tokens.
-    let out = ok(eb(
+    let out = ok(demo_run(
         &db,
         &cfg.inner,
+        "local",
+        "smollm2-135m",
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "local",
-            "--model",
-            "smollm2-135m",
             "--instrument",
             "DEMO-SAY",
             "--repeats",

@@ -496,7 +496,7 @@ fn the_demo_study_runs_in_english_and_german(db: TestDb) {
 /// prints for that trial; a language the study lacks, or a situation without a text in it, is
 /// refused before anything is stored; the run's language shows where runs are listed.
 fn a_model_run_in_german_sends_what_prompt_show_prints_in_german(db: TestDb) {
-    use crate::runs::{config, eb, provider, run_id};
+    use crate::runs::{config, demo_run, eb, provider, run_id};
     use emotionbench::llm::fake::{FakeAction, FakeServer};
     let app = spawn_app(db);
     {
@@ -509,13 +509,6 @@ fn a_model_run_in_german_sends_what_prompt_show_prints_in_german(db: TestDb) {
     let cfg = config(&[provider("fake", "openai", &server.base_url(), "")]);
     let run = |extra: &[&str]| {
         let mut args = vec![
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "fake",
-            "--model",
-            "m",
             "--seed",
             "11",
             "--default-repeats",
@@ -526,7 +519,7 @@ fn a_model_run_in_german_sends_what_prompt_show_prints_in_german(db: TestDb) {
             "emotion:Anger",
         ];
         args.extend_from_slice(extra);
-        eb(&app.db, &cfg, &args, &[])
+        demo_run(&app.db, &cfg, "fake", "m", &args, &[])
     };
     let out = ok(run(&["--language", "de"]));
     assert!(out.contains(", language de"), "{out}");
@@ -594,17 +587,12 @@ fn a_model_run_in_german_sends_what_prompt_show_prints_in_german(db: TestDb) {
     // A conversation (within-session) in German shows the German situation between its two
     // questionnaires too.
     let before = server.requests().len();
-    let out = ok(eb(
+    let out = ok(demo_run(
         &app.db,
         &cfg,
+        "fake",
+        "m",
         &[
-            "run",
-            "--study",
-            "demo",
-            "--provider",
-            "fake",
-            "--model",
-            "m",
             "--protocol",
             "within-session",
             "--repeats",

@@ -62,7 +62,7 @@ pub(crate) fn eb(db: &TestDb, cfg: &Config, args: &[&str], envs: &[(&str, &str)]
 }
 
 /// `emotionbench run --study demo --provider PROVIDER --model MODEL` with `more` arguments.
-fn demo_run(
+pub(crate) fn demo_run(
     db: &TestDb,
     cfg: &Config,
     provider: &str,
