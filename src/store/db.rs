@@ -144,6 +144,7 @@ impl ConnectionManager {
     pub(crate) fn open(&self) -> Result<DbConnection, DbError> {
         match &self.url {
             DatabaseUrl::Postgres(u) => {
+                tls_without_exit_cleanup();
                 // Without a connect timeout libpq waits for the kernel (minutes) on a dead host.
                 let u = if u.contains("connect_timeout=") {
                     u.clone()
@@ -247,6 +248,21 @@ impl ManageConnection for ConnectionManager {
 }
 
 /// Opens a pool, connecting once first so a bad URL or a dead server fails now, clearly.
+/// Initialises OpenSSL, which libpq uses for TLS, without its clean-up at process exit. Why:
+/// the pool opens connections on its own threads (r2d2 adds one when a checkout finds none
+/// idle, and finishes it even if the checkout was served by a returned one), so a command can
+/// end while a thread is inside `PQconnectdb`. With the default initialisation, `exit` then runs
+/// `OPENSSL_cleanup` under it, which frees the locks that thread is taking: a SIGSEGV in the
+/// `r2d2-worker` thread (seen here in `runs::a_429_with_retry_after_is_waited_out_then_the_trial_succeeds`,
+/// 2 runs of 7; core dump: `OPENSSL_cleanup` in `exit` on the main thread, `RAND_bytes_ex` on a
+/// freed lock in `SSL_CTX_new_ex` under `PQconnectdb` on the worker). `openssl_sys::init` asks
+/// for `OPENSSL_INIT_NO_ATEXIT` (the rust-openssl crate's fix for openssl/openssl#3505); it must
+/// come before libpq's first connection, whose own initialisation would register the clean-up,
+/// hence here, before every connection this crate opens. The OS frees the memory at exit.
+pub fn tls_without_exit_cleanup() {
+    openssl_sys::init();
+}
+
 pub fn connect(url: &str, max_size: u32) -> Result<Pool, DbError> {
     let url = DatabaseUrl::parse(url)?;
     if let DatabaseUrl::Sqlite(path) = &url {

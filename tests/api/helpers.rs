@@ -96,6 +96,8 @@ impl TestDb {
     /// outside CI.
     pub fn postgres() -> Option<TestDb> {
         let admin = pg_admin_url();
+        // Before libpq's first connection in this process (see the function).
+        emotionbench::store::db::tls_without_exit_cleanup();
         let mut conn = match diesel::PgConnection::establish(&admin) {
             Ok(c) => c,
             Err(e) => {
