@@ -247,7 +247,6 @@ impl ManageConnection for ConnectionManager {
     }
 }
 
-/// Opens a pool, connecting once first so a bad URL or a dead server fails now, clearly.
 /// Initialises OpenSSL, which libpq uses for TLS, without its clean-up at process exit. Why:
 /// the pool opens connections on its own threads (r2d2 adds one when a checkout finds none
 /// idle, and finishes it even if the checkout was served by a returned one), so a command can
@@ -263,6 +262,7 @@ pub fn tls_without_exit_cleanup() {
     openssl_sys::init();
 }
 
+/// Opens a pool, connecting once first so a bad URL or a dead server fails now, clearly.
 pub fn connect(url: &str, max_size: u32) -> Result<Pool, DbError> {
     let url = DatabaseUrl::parse(url)?;
     if let DatabaseUrl::Sqlite(path) = &url {

@@ -15,7 +15,7 @@ use diesel::prelude::*;
 use emotionbench::domain::measure::Measure;
 use emotionbench::domain::situation::{EMOTIONS, Situation, Valence};
 use emotionbench::domain::study::{StudyConfig, StudyStatus};
-use emotionbench::domain::survey::{Outcome, Page, SessionKey};
+use emotionbench::domain::survey::{Outcome, Page, PageEvent, SessionKey};
 use emotionbench::store::participants::{self, Arrival, Effect, Submitted};
 use emotionbench::store::{self, instruments, schema, situations, studies};
 use rand::{Rng, SeedableRng};
@@ -719,7 +719,7 @@ fn a_page_view_on_postgres_commits_without_the_wal_flush_and_a_submit_with_it() 
     let shown = |c: &mut store::DbConnection| -> i64 {
         schema::page_events::table
             .filter(schema::page_events::participant_id.eq(p.id))
-            .filter(schema::page_events::event.eq("shown"))
+            .filter(schema::page_events::event.eq(PageEvent::Shown))
             .count()
             .get_result(c)
             .unwrap()
@@ -755,7 +755,7 @@ fn a_page_view_on_postgres_commits_without_the_wal_flush_and_a_submit_with_it() 
         "each view records its \"shown\" event"
     );
     let in_submit = conn
-        .transaction::<_, diesel::result::Error, _>(|c| {
+        .transaction::<_, store::StoreError, _>(|c| {
             let (moved, _) = participants::submit_and_get(
                 c,
                 &study,
@@ -763,8 +763,7 @@ fn a_page_view_on_postgres_commits_without_the_wal_flush_and_a_submit_with_it() 
                 Page::Consent,
                 Page::Demographics,
                 Effect::Consent,
-            )
-            .map_err(|e| diesel::result::Error::QueryBuilderError(e.to_string().into()))?;
+            )?;
             assert!(matches!(moved, Submitted::Moved), "{moved:?}");
             Ok(setting(c))
         })
