@@ -6,7 +6,8 @@
 # Usage: bash scripts/bench_survey.sh [SQLite participants per run] [Postgres participants per run] [runs]
 # Environment: THINK_MS (default 0: no pause on a page), RAMP_MS (default 0: all virtual
 # participants start at once), LEVELS (default "10 50 200"), BACKENDS (default "sqlite postgres").
-# Prints one line per run (with the load average at its start); BENCHMARKS.md reports medians.
+# Prints one line per run (with the load average at its start), then the medians per backend and
+# concurrency and, where both backends ran, Postgres's completed/s and server CPU against SQLite's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n_sqlite="${1:-2500}"
@@ -76,6 +77,37 @@ for r in $(seq 1 "$runs"); do
   for c in $levels; do
     for b in $backends; do
       if [ "$b" = sqlite ]; then one_run sqlite "$c" "$n_sqlite" "$r"; else one_run postgres "$c" "$n_pg" "$r"; fi
-    done
+    done | tee -a "$tmp/lines"
   done
 done
+
+# Medians per backend and concurrency, and Postgres against SQLite where both ran: the figures
+# BENCHMARKS.md and #19's acceptance quote, computed here so that nobody takes them by hand.
+python3 - "$tmp/lines" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    words = line.split()
+    fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    if not {"c", "completed/s"} <= fields.keys():
+        continue  # not a run's line
+    runs.setdefault((words[0], fields["c"]), []).append(fields)
+def num(v):
+    return float(v.rstrip("ms%"))
+def median(rs, key):
+    return statistics.median(num(r[key]) for r in rs) if all(key in r for r in rs) else None
+summary = {}
+for (backend, c), rs in sorted(runs.items(), key=lambda kv: (int(kv[0][1]), kv[0][0])):
+    m = {k: median(rs, k) for k in ("completed/s", "p99", "server_cpu_ms/participant", "pg_cpu_ms/participant")}
+    bad = sum(int(r["errors"]) + int(r["incomplete"]) + int(r["duplicates"]) for r in rs)
+    unverified = sum(1 for r in rs if r["verified"].split("/")[0] != r["verified"].split("/")[1])
+    summary[(backend, c)] = m
+    pg = "" if m["pg_cpu_ms/participant"] is None else f" pg_cpu_ms/participant={m['pg_cpu_ms/participant']:.2f}"
+    print(f"median   {backend:<8} c={c:<4} runs={len(rs)} completed/s={m['completed/s']:.1f} p99={m['p99']:.1f}ms "
+          f"server_cpu_ms/participant={m['server_cpu_ms/participant']:.2f}{pg} errors+incomplete+duplicates={bad} runs_not_all_verified={unverified}")
+for c in sorted({c for _, c in summary}, key=int):
+    s, p = summary.get(("sqlite", c)), summary.get(("postgres", c))
+    if s and p:
+        print(f"ratio    c={c:<4} postgres/sqlite completed/s={p['completed/s'] / s['completed/s']:.2f}x "
+              f"server_cpu={p['server_cpu_ms/participant'] / s['server_cpu_ms/participant']:.2f}x postgres_p99={p['p99']:.1f}ms")
+PY
