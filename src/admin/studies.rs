@@ -1,6 +1,8 @@
 //! Studies: the list, create and edit (admins), lifecycle (admins), the live monitor
 //! (researchers), deletion of a participant or a whole study (admins, typed confirmation).
 
+use std::collections::BTreeMap;
+
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
@@ -8,9 +10,10 @@ use chrono::NaiveDate;
 
 use super::{Admin, Nav, Researcher, actor, field};
 use crate::app::{self, studies::StudyInput};
+use crate::domain::language::Lang;
 use crate::domain::study::{
     CONSENT_TEMPLATE, CheckItem, DEBRIEF_TEMPLATE, DEFAULT_FREE_TEXT_CHARS, FreeTextField,
-    MAX_FREE_TEXT_CHARS, StudyConfig, StudyStatus, launch_checklist,
+    MAX_FREE_TEXT_CHARS, MAX_TEXT_BYTES, StudyConfig, StudyStatus, StudyTexts, launch_checklist,
 };
 use crate::store::StoreError;
 use crate::store::instruments::{self, InstrumentSummary};
@@ -69,7 +72,21 @@ pub struct FormValues {
     pub free_text_required: bool,
     /// The free-text limit in characters, as typed.
     pub free_text_max: String,
+    /// The consent and debrief texts in the other languages as they stand or were posted, by
+    /// tag (fields `consent_text_TAG`, `debrief_text_TAG`).
+    pub translations: Vec<(String, StudyTexts)>,
 }
+
+/// The fields of one other language's consent and debrief texts in the study form.
+pub struct TranslationField {
+    pub tag: String,
+    pub consent: String,
+    pub debrief: String,
+}
+
+/// The form fields of a language's consent text (its debrief's start with `debrief_text_`).
+const CONSENT_PREFIX: &str = "consent_text_";
+const DEBRIEF_PREFIX: &str = "debrief_text_";
 
 impl FormValues {
     fn of(
@@ -121,7 +138,53 @@ impl FormValues {
                 .as_ref()
                 .map_or(DEFAULT_FREE_TEXT_CHARS, |f| f.max_chars)
                 .to_string(),
+            translations: c
+                .translations
+                .iter()
+                .map(|(l, t)| (l.to_string(), t.clone()))
+                .collect(),
         }
+    }
+
+    /// The other languages' text fields the form shows: one pair for each language after the
+    /// first of the languages as typed, holding what is stored or was posted for it; while the
+    /// typed list does not parse, those that were posted (so nothing typed is lost).
+    pub fn translation_fields(&self) -> Vec<TranslationField> {
+        let field = |tag: &str| {
+            let t = self
+                .translations
+                .iter()
+                .find(|(t, _)| t == tag)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_default();
+            TranslationField {
+                tag: tag.to_owned(),
+                consent: t.consent,
+                debrief: t.debrief,
+            }
+        };
+        match crate::domain::language::split_list(self.languages.trim()) {
+            Ok(langs) => langs.iter().skip(1).map(|l| field(l.as_str())).collect(),
+            Err(_) => self.translations.iter().map(|(t, _)| field(t)).collect(),
+        }
+    }
+
+    /// The configuration's translations from the form's: those of the other languages of
+    /// `languages`, line ends normalised; a language with both texts blank has none.
+    fn translations_for(&self, languages: &[Lang]) -> BTreeMap<Lang, StudyTexts> {
+        languages
+            .iter()
+            .skip(1)
+            .filter_map(|l| {
+                let (_, t) = self.translations.iter().find(|(t, _)| t == l.as_str())?;
+                let t = StudyTexts {
+                    consent: t.consent.replace("\r\n", "\n"),
+                    debrief: t.debrief.replace("\r\n", "\n"),
+                };
+                (!t.consent.trim().is_empty() || !t.debrief.trim().is_empty())
+                    .then(|| (l.clone(), t))
+            })
+            .collect()
     }
 
     fn from_form(f: &[(String, String)]) -> Self {
@@ -151,6 +214,7 @@ impl FormValues {
             free_text_task: g("free_text_task"),
             free_text_required: field(f, "free_text_required") == Some("on"),
             free_text_max: g("free_text_max"),
+            translations: posted_translations(f),
         }
     }
 
@@ -160,6 +224,10 @@ impl FormValues {
         let mut c = StudyConfig::new(self.slug.trim(), self.title.trim());
         c.consent_text = self.consent_text.clone();
         c.debrief_text = self.debrief_text.clone();
+        if let Ok(l) = crate::domain::language::split_list(self.languages.trim()) {
+            c.translations = self.translations_for(&l);
+            c.languages = l;
+        }
         c.pid_param = self.pid_param.trim().to_owned();
         c.code_completed = Some(self.code_completed.trim().to_owned()).filter(|s| !s.is_empty());
         let retention = NaiveDate::parse_from_str(self.retention.trim(), "%Y-%m-%d").ok();
@@ -266,7 +334,15 @@ impl FormValues {
                 None
             }),
         };
-        if c.consent_text.len() > 20_000 || c.debrief_text.len() > 20_000 || c.title.len() > 200 {
+        c.translations = self.translations_for(&c.languages);
+        let too_long = |t: &str| t.len() > MAX_TEXT_BYTES;
+        if too_long(&c.consent_text)
+            || too_long(&c.debrief_text)
+            || c.translations
+                .values()
+                .any(|t| too_long(&t.consent) || too_long(&t.debrief))
+            || c.title.len() > 200
+        {
             errors.push("A text is too long.".into());
         }
         let retention = match self.retention.trim() {
@@ -288,6 +364,36 @@ impl FormValues {
             Err(errors)
         }
     }
+}
+
+/// The other languages' consent and debrief fields of a posted form, by tag, in the order
+/// they came (a tag is whatever follows the field's prefix; [`FormValues::translations_for`]
+/// keeps only the study's languages).
+fn posted_translations(f: &[(String, String)]) -> Vec<(String, StudyTexts)> {
+    let mut out: Vec<(String, StudyTexts)> = Vec::new();
+    for (name, value) in f {
+        let (tag, consent) = if let Some(tag) = name.strip_prefix(CONSENT_PREFIX) {
+            (tag, true)
+        } else if let Some(tag) = name.strip_prefix(DEBRIEF_PREFIX) {
+            (tag, false)
+        } else {
+            continue;
+        };
+        let i = match out.iter().position(|(t, _)| t == tag) {
+            Some(i) => i,
+            None => {
+                out.push((tag.to_owned(), StudyTexts::default()));
+                out.len() - 1
+            }
+        };
+        let texts = &mut out[i].1;
+        if consent {
+            texts.consent = value.clone();
+        } else {
+            texts.debrief = value.clone();
+        }
+    }
+    out
 }
 
 #[derive(Template)]

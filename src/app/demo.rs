@@ -72,9 +72,16 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
             &crate::domain::demo::demo_situations_de(),
         )?;
         let mut config = StudyConfig::new(demo.slug, demo.title);
-        config.languages = vec![crate::domain::language::Lang::english(), german];
         config.consent_text = demo.consent_text.to_owned();
         config.debrief_text = demo.debrief_text.to_owned();
+        config.translations.insert(
+            german.clone(),
+            crate::domain::study::StudyTexts {
+                consent: demo.consent_text_de.to_owned(),
+                debrief: demo.debrief_text_de.to_owned(),
+            },
+        );
+        config.languages = vec![crate::domain::language::Lang::english(), german];
         config.target_per_situation = 5;
         config.min_situation_seconds = 5;
         // The demo opens at once, so it must pass the launch checklist every study passes

@@ -15,6 +15,9 @@ pub struct DemoStudy {
     pub consent_text: &'static str,
     /// Plain text; paragraphs are separated by blank lines.
     pub debrief_text: &'static str,
+    /// The consent and debrief in German (#20), our own translation.
+    pub consent_text_de: &'static str,
+    pub debrief_text_de: &'static str,
     /// `"demo"`.
     pub situation_set: &'static str,
     /// Two situations per emotion, in the order of [`EMOTIONS`].
@@ -185,6 +188,50 @@ demonstration only: your answers are not part of any research data.
 
 If the situation left you with an unpleasant feeling, it usually fades quickly. Taking a short \
 break or doing something you enjoy can help.";
+
+const CONSENT_TEXT_DE: &str = "\
+Dies ist eine Demonstration einer Emotionsstudie nach dem EmotionBench-Verfahren. Es ist keine \
+echte Forschungsstudie, und Ihre Antworten werden für keine wissenschaftliche Auswertung \
+verwendet.
+
+Zuerst geben Sie an, wie stark Sie jedes von 20 Gefühlen gerade jetzt empfinden. Dann lesen Sie \
+die kurze Beschreibung einer alltäglichen Situation, stellen sich so lebhaft wie möglich vor, \
+dass sie Ihnen gerade passiert, und bewerten dieselben Gefühle noch einmal. Das dauert etwa \
+fünf Minuten.
+
+Die Situationen sind harmlos und alltäglich, doch sich eine davon vorzustellen, kann kurz ein \
+unangenehmes Gefühl wie Ärger, Sorge oder Verlegenheit hervorrufen. Sie können jederzeit ohne \
+Angabe von Gründen aufhören, indem Sie die Seite schließen.
+
+Bitte geben Sie in keinem Antwortfeld Ihren Namen oder andere persönliche Angaben ein.
+
+Die Teilnahme ist freiwillig. Wenn Sie fortfahren, bestätigen Sie, dass Sie mindestens 18 Jahre \
+alt sind und die Demo ausprobieren möchten.";
+
+const DEBRIEF_TEXT_DE: &str = "\
+Vielen Dank, dass Sie die Demo ausprobiert haben.
+
+Das Verfahren, das Sie gerade durchlaufen haben, stammt aus EmotionBench (Huang et al., \
+„Apathetic or Empathetic? Evaluating LLMs' Emotional Alignments with Humans“, NeurIPS 2024). \
+Die Studie vergleicht, wie Menschen und große Sprachmodelle emotional auf dieselben Situationen \
+reagieren.
+
+Zuerst haben Sie Ihre Gefühle mit dem PANAS (Positive and Negative Affect Schedule) bewertet, \
+einem Fragebogen mit 20 Gefühlen: zehn positiven wie „interessiert“ oder „begeistert“ und zehn \
+negativen wie „bekümmert“ oder „nervös“. Dann haben Sie sich eine Situation vorgestellt, die \
+eine von acht Emotionen hervorrufen soll (Ärger, Angst, Niedergeschlagenheit, Frustration, \
+Eifersucht, Schuld, Furcht oder Verlegenheit), und dieselben Gefühle noch einmal bewertet. Der \
+Unterschied zwischen Ihren beiden Bewertungen zeigt, wie sehr das Vorstellen der Situation Ihre \
+positiven und negativen Gefühle verändert hat. In der vollständigen Studie werden dieselben \
+Fragen auch Sprachmodellen gestellt, und ihre Antworten werden mit denen von Menschen \
+verglichen.
+
+Die Situation, die Sie gelesen haben, war ausgedacht, nicht echt, und wurde für diese Demo \
+geschrieben. Dies war nur eine Demonstration: Ihre Antworten sind nicht Teil von \
+Forschungsdaten.
+
+Falls die Situation ein unangenehmes Gefühl hinterlassen hat, vergeht es meist schnell. Eine \
+kurze Pause oder etwas, das Ihnen Freude macht, kann helfen.";
 
 /// (emotion, factor name, two situation texts), one factor per emotion in [`EMOTIONS`] order.
 const DEMO_SITUATIONS: [(&str, &str, [&str; 2]); 8] = [
@@ -443,6 +490,8 @@ pub fn demo_study() -> DemoStudy {
         title: "EmotionBench demo: feelings in everyday situations",
         consent_text: CONSENT_TEXT,
         debrief_text: DEBRIEF_TEXT,
+        consent_text_de: CONSENT_TEXT_DE,
+        debrief_text_de: DEBRIEF_TEXT_DE,
         situation_set: "demo",
         situations,
         valence_set: "demo-valence",
@@ -621,6 +670,14 @@ mod tests {
             assert!(text.contains("\n\n"));
             assert!(!text.contains("  "));
             assert!(text.contains("demo"));
+        }
+        // The German ones say the same in as many paragraphs.
+        for (en, de) in [
+            (study.consent_text, study.consent_text_de),
+            (study.debrief_text, study.debrief_text_de),
+        ] {
+            assert!(!de.contains("  ") && de.contains("Demo"), "{de}");
+            assert_eq!(en.split("\n\n").count(), de.split("\n\n").count());
         }
         assert!(study.debrief_text.contains("PANAS"));
         assert!(study.debrief_text.contains("imagined"));

@@ -1,5 +1,7 @@
 //! Study configuration: what a researcher sets, with the defaults of the paper's human study.
 
+use std::collections::BTreeMap;
+
 use super::language::Lang;
 use super::situation::Valence;
 use serde::{Deserialize, Serialize};
@@ -97,6 +99,38 @@ pub struct StudyConfig {
     /// asked of every participant. Left out of files when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub free_text: Option<FreeTextField>,
+    /// The consent and debrief in the study's other languages, by language (`consent_text`
+    /// and `debrief_text` are its default language's): participants are asked for consent in
+    /// the language they take the study in. Left out of files when there are none, as before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub translations: BTreeMap<Lang, StudyTexts>,
+}
+
+/// A study's consent and debrief texts in one of its other languages.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyTexts {
+    pub consent: String,
+    pub debrief: String,
+}
+
+/// The longest consent or debrief text, in bytes.
+pub const MAX_TEXT_BYTES: usize = 20_000;
+
+/// The text participants in `lang` read: `pick` of its translation when there is one that is
+/// not blank, else `default` (the default language's; a draft or pilot may lack translations,
+/// an open study has them all: the launch checklist).
+pub fn text_in<'a>(
+    translations: &'a BTreeMap<Lang, StudyTexts>,
+    lang: &Lang,
+    default: &'a str,
+    pick: impl Fn(&'a StudyTexts) -> &'a str,
+) -> &'a str {
+    translations
+        .get(lang)
+        .map(pick)
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or(default)
 }
 
 /// The situation page's free-text field of a study (#18): which free-text task's prompt it
@@ -169,7 +203,18 @@ impl StudyConfig {
             languages: default_languages(),
             valences: Vec::new(),
             free_text: None,
+            translations: BTreeMap::new(),
         }
+    }
+
+    /// The consent text participants in `lang` read.
+    pub fn consent_in(&self, lang: &Lang) -> &str {
+        text_in(&self.translations, lang, &self.consent_text, |t| &t.consent)
+    }
+
+    /// The debrief text participants in `lang` read.
+    pub fn debrief_in(&self, lang: &Lang) -> &str {
+        text_in(&self.translations, lang, &self.debrief_text, |t| &t.debrief)
     }
 
     /// Checks what a database constraint cannot: the slug is used in URLs, file names and on
@@ -213,6 +258,18 @@ impl StudyConfig {
         }
         if let Some(f) = &self.free_text {
             f.validate()?;
+        }
+        let others = self.languages.get(1..).unwrap_or_default();
+        for (lang, texts) in &self.translations {
+            if !others.contains(lang) {
+                return Err(format!(
+                    "the consent and debrief in {lang} are not for one of the study's other \
+                     languages"
+                ));
+            }
+            if texts.consent.len() > MAX_TEXT_BYTES || texts.debrief.len() > MAX_TEXT_BYTES {
+                return Err(format!("the consent or debrief text in {lang} is too long"));
+            }
         }
         Ok(())
     }
@@ -292,7 +349,7 @@ pub fn launch_checklist(
         Some(d) if d <= today => format!("{d} is not in the future."),
         Some(_) => String::new(),
     };
-    vec![
+    let mut items = vec![
         text_item(
             "Consent text written, placeholders replaced",
             &c.consent_text,
@@ -315,7 +372,39 @@ pub fn launch_checklist(
             ok: retention_fix.is_empty(),
             fix: retention_fix,
         },
-    ]
+    ];
+    if let [_, others @ ..] = c.languages.as_slice()
+        && !others.is_empty()
+    {
+        let fixes: Vec<String> = others
+            .iter()
+            .flat_map(|lang| {
+                let texts = c.translations.get(lang).cloned().unwrap_or_default();
+                [("consent", texts.consent), ("debrief", texts.debrief)]
+                    .into_iter()
+                    .filter_map(|(what, text)| {
+                        let left = left(&text);
+                        if text.trim().is_empty() {
+                            Some(format!("Write the {what} text in {lang}."))
+                        } else if !left.is_empty() {
+                            Some(format!(
+                                "Replace {} in the {what} text in {lang}.",
+                                left.join(", ")
+                            ))
+                        } else {
+                            None
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        items.push(CheckItem {
+            label: "Consent and debrief texts in each of the study's other languages",
+            ok: fixes.is_empty(),
+            fix: fixes.join(" "),
+        });
+    }
+    items
 }
 
 /// The failing items of a checklist as one sentence per item, for refusals.
@@ -411,6 +500,104 @@ mod tests {
         c.consent_text = c.consent_text.replace("[CONTACT]", "x@example.org");
         let items = launch_checklist(&c, Some(day("2027-01-01")), day("2026-12-01"));
         assert!(!items[0].fix.contains("[CONTACT]"));
+    }
+
+    fn lang(tag: &str) -> Lang {
+        Lang::parse(tag).unwrap()
+    }
+
+    #[test]
+    fn participants_read_the_consent_and_debrief_in_their_language_or_else_the_default() {
+        let mut c = StudyConfig::new("s", "t");
+        ready(&mut c);
+        c.languages = vec![lang("en"), lang("de"), lang("es")];
+        c.translations.insert(
+            lang("de"),
+            StudyTexts {
+                consent: "Einwilligung.".into(),
+                debrief: " ".into(),
+            },
+        );
+        assert_eq!(c.consent_in(&lang("de")), "Einwilligung.");
+        // A blank translation, no translation, the default language: the default's text.
+        assert_eq!(c.debrief_in(&lang("de")), "Thanks.");
+        assert_eq!(c.consent_in(&lang("es")), c.consent_text);
+        assert_eq!(c.consent_in(&lang("en")), c.consent_text);
+        assert!(c.validate().is_ok());
+        // Written to files and read back; a file without any (as before) reads as none.
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(
+            text.contains(r#""translations":{"de":{"consent":"Einwilligung.""#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<StudyConfig>(&text).unwrap(), c);
+        let plain = serde_json::to_string(&StudyConfig::new("s", "t")).unwrap();
+        assert!(!plain.contains("translations"), "{plain}");
+        assert!(
+            serde_json::from_str::<StudyConfig>(&plain)
+                .unwrap()
+                .translations
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn translations_are_only_for_the_other_languages_and_not_too_long() {
+        let mut c = StudyConfig::new("s", "t");
+        c.languages = vec![lang("en"), lang("de")];
+        for (tag, ok) in [("de", true), ("en", false), ("fr", false)] {
+            c.translations = BTreeMap::from([(lang(tag), StudyTexts::default())]);
+            assert_eq!(c.validate().is_ok(), ok, "{tag}");
+        }
+        c.translations = BTreeMap::from([(
+            lang("de"),
+            StudyTexts {
+                consent: "x".repeat(MAX_TEXT_BYTES + 1),
+                debrief: String::new(),
+            },
+        )]);
+        assert!(c.validate().unwrap_err().contains("too long"));
+    }
+
+    #[test]
+    fn a_study_in_several_languages_opens_with_its_texts_in_each() {
+        let mut c = StudyConfig::new("s", "t");
+        ready(&mut c);
+        let (until, today) = (Some(day("2027-01-01")), day("2026-12-01"));
+        // One language: no such item.
+        assert_eq!(launch_checklist(&c, until, today).len(), 4);
+        c.languages = vec![lang("en"), lang("de"), lang("es")];
+        c.translations.insert(
+            lang("de"),
+            StudyTexts {
+                consent: "Kontakt: [CONTACT].".into(),
+                debrief: "Danke.".into(),
+            },
+        );
+        let items = launch_checklist(&c, until, today);
+        assert_eq!(items.len(), 5);
+        assert!(!items[4].ok);
+        assert_eq!(
+            items[4].fix,
+            "Replace [CONTACT] in the consent text in de. Write the consent text in es. \
+             Write the debrief text in es."
+        );
+        c.translations.insert(
+            lang("de"),
+            StudyTexts {
+                consent: "Kontakt: a@example.org.".into(),
+                debrief: "Danke.".into(),
+            },
+        );
+        c.translations.insert(
+            lang("es"),
+            StudyTexts {
+                consent: "Consentimiento.".into(),
+                debrief: "Gracias.".into(),
+            },
+        );
+        let items = launch_checklist(&c, until, today);
+        assert!(items.iter().all(|i| i.ok), "{items:?}");
     }
 
     #[test]

@@ -123,6 +123,12 @@ impl JsonValue for Option<crate::domain::study::FreeTextField> {
     const WHAT: &'static str = "free-text field";
 }
 
+impl JsonValue
+    for std::collections::BTreeMap<crate::domain::language::Lang, crate::domain::study::StudyTexts>
+{
+    const WHAT: &'static str = "translated study texts";
+}
+
 impl JsonValue for Option<RunManifest> {
     const WHAT: &'static str = "run parameters";
 }

@@ -189,6 +189,9 @@ diesel::table! {
         /// The free-text field of the situation page (#18), JSON (`domain::study::FreeTextField`);
         /// `null` for none.
         free_text -> Text,
+        /// The consent and debrief in the study's other languages (#20), a JSON object from
+        /// language tag to `domain::study::StudyTexts`; `{}` for none.
+        translations -> Text,
     }
 }
 

@@ -7,7 +7,10 @@ use super::schema::{situations, studies};
 use super::{DbConnection, InstrumentId, SituationSetId, StoreError, StudyId, now};
 use crate::domain::language::Lang;
 use crate::domain::situation::Valence;
-use crate::domain::study::{FreeTextField, StudyConfig, StudyStatus};
+use crate::domain::study::{FreeTextField, StudyConfig, StudyStatus, StudyTexts, text_in};
+
+/// A study's consent and debrief texts in its other languages, by language (#20).
+pub type Translations = std::collections::BTreeMap<Lang, StudyTexts>;
 
 /// A study as listed.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -65,6 +68,7 @@ struct Settings<'a> {
     languages: Json<Vec<Lang>>,
     valences: Json<Vec<Valence>>,
     free_text: Json<Option<FreeTextField>>,
+    translations: Json<Translations>,
     updated_at: chrono::NaiveDateTime,
 }
 
@@ -103,6 +107,7 @@ fn settings<'a>(config: &'a StudyConfig, sources: Sources) -> Result<Settings<'a
         languages: Json(config.languages.clone()),
         valences: Json(config.valences.clone()),
         free_text: Json(config.free_text.clone()),
+        translations: Json(config.translations.clone()),
         updated_at: now(),
     })
 }
@@ -252,6 +257,8 @@ pub struct Study {
     pub valences: Json<Vec<Valence>>,
     /// The situation page's free-text field, if the study has one (#18).
     pub free_text: Json<Option<FreeTextField>>,
+    /// The consent and debrief in its other languages (#20).
+    pub translations: Json<Translations>,
 }
 
 impl Study {
@@ -298,7 +305,22 @@ impl Study {
         c.languages = self.languages.0.clone();
         c.valences = self.valences.0.clone();
         c.free_text = self.free_text.0.clone();
+        c.translations = self.translations.0.clone();
         c
+    }
+
+    /// The consent text participants in `lang` read.
+    pub fn consent_in(&self, lang: &Lang) -> &str {
+        text_in(&self.translations.0, lang, &self.consent_text, |t| {
+            &t.consent
+        })
+    }
+
+    /// The debrief text participants in `lang` read.
+    pub fn debrief_in(&self, lang: &Lang) -> &str {
+        text_in(&self.translations.0, lang, &self.debrief_text, |t| {
+            &t.debrief
+        })
     }
 
     /// The day after which participant data is deleted (stored as that day's midnight).

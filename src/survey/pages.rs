@@ -124,7 +124,7 @@ pub(super) fn visitor_consent(
 ) -> ConsentPage {
     ConsentPage {
         frame: Frame::new(ctx, Page::Consent, csrf),
-        paragraphs: paragraphs(&ctx.study.consent_text),
+        paragraphs: paragraphs(ctx.study.consent_in(ctx.tr.language())),
         visit: Some(visit),
         languages,
     }
@@ -556,7 +556,7 @@ fn render_page(
     match page {
         Page::Consent => render(ConsentPage {
             frame: Frame::new(ctx, page, csrf),
-            paragraphs: paragraphs(&ctx.study.consent_text),
+            paragraphs: paragraphs(ctx.study.consent_in(ctx.tr.language())),
             visit: None,
             languages: Vec::new(),
         }),
@@ -570,7 +570,7 @@ fn render_page(
         Page::Check => render(check_page(ctx, csrf, None, None)),
         Page::Debrief => render(DebriefPage {
             frame: Frame::new(ctx, page, csrf),
-            paragraphs: paragraphs(&ctx.study.debrief_text),
+            paragraphs: paragraphs(ctx.study.debrief_in(ctx.tr.language())),
         }),
         Page::Done | Page::Ended | Page::Withdrawn => render(final_page(ctx, p, page, csrf)),
     }

@@ -2373,6 +2373,14 @@ fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
             .iter()
             .map(|t| emotionbench::domain::language::Lang::parse(t).unwrap())
             .collect();
+        // The consent in German; the other languages fall back to the English one.
+        c.translations.insert(
+            emotionbench::domain::language::Lang::parse("de").unwrap(),
+            emotionbench::domain::study::StudyTexts {
+                consent: GERMAN_CONSENT.into(),
+                debrief: "Vielen Dank.".into(),
+            },
+        );
     });
     let c = &chrome;
     let mut audit = Audit::new(c, axe.clone(), backend);
@@ -2419,6 +2427,21 @@ fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
             json!([]),
         );
         audit.check_with(&format!("report by language {width}"), ADMIN_LAYOUT);
+        // The study form with a consent and debrief field pair for each other language.
+        c.goto(&format!("{}/admin/studies/langs/edit", app.base));
+        c.wait_for(&app.base, "/admin/studies/langs/edit");
+        let source = c.source();
+        for tag in ["de", "zh-CN", "ar"] {
+            assert!(
+                source.contains(&format!("<legend>Consent and debrief in {tag}</legend>")),
+                "{source}"
+            );
+        }
+        assert!(source.contains(GERMAN_CONSENT), "{source}");
+        audit.check_with(
+            &format!("study form in four languages {width}"),
+            ADMIN_LAYOUT,
+        );
     };
     report_by_language(c, &mut audit, "phone");
     let mut failures = std::mem::take(&mut audit.failures);
@@ -2435,6 +2458,12 @@ fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
         desktop.goto(&format!("{}/s/langs/consent?lang={tag}", app.base));
         desktop.wait_for(&app.base, "/s/langs/consent");
         assert_eq!(lang_dir_heading(&desktop).0, tag);
+        // The German consent for German participants, the English one for the others.
+        assert_eq!(
+            desktop.source().contains(GERMAN_CONSENT),
+            tag == "de",
+            "{tag}"
+        );
         wide.check(&format!("{tag} consent desktop"));
     }
     report_by_language(&desktop, &mut wide, "desktop");
@@ -2444,9 +2473,12 @@ fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
     for m in &minor {
         eprintln!("minor: {m}");
     }
-    assert_eq!(pages, 2 * 9 + 1 + 3 + 2 * 2);
+    assert_eq!(pages, 2 * 9 + 1 + 3 + 2 * 3);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The German consent of the study the browser takes in four languages.
+const GERMAN_CONSENT: &str = "Diese Studie leitet das Emotion Lab der Beispiel-Universität.";
 
 on_both_backends!(a_real_browser_takes_the_survey_in_german_and_in_chinese);
 

@@ -101,3 +101,34 @@ fn an_account_whose_stored_role_does_not_decode_is_refused_with_the_error_page(d
 }
 
 on_both_backends!(an_account_whose_stored_role_does_not_decode_is_refused_with_the_error_page);
+
+/// A study's translated consent that does not decode is an error, not a study without
+/// translations (whose German participants would be asked to consent in English).
+fn a_study_whose_stored_translations_do_not_decode_gets_the_error_page(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "untrans", |c| {
+        c.languages = ["en", "de"]
+            .iter()
+            .map(|t| emotionbench::domain::language::Lang::parse(t).unwrap())
+            .collect();
+    });
+    let pool = app.pool();
+    pool.get()
+        .unwrap()
+        .batch_execute(
+            r#"UPDATE studies SET translations = '{"de": {"consent": 7}}' WHERE slug = 'untrans'"#,
+        )
+        .unwrap();
+    let r = app.browser().get("/s/untrans/consent?lang=de");
+    assert_eq!(r.status, 500, "{}", r.body);
+    let request = r.header("x-request-id").unwrap().to_owned();
+    let lines = app.log_lines_with(&request);
+    assert_eq!(lines.len(), 1, "logged once: {lines:#?}");
+    assert!(
+        lines[0].contains("translations") && lines[0].contains("translated study texts"),
+        "{}",
+        lines[0]
+    );
+}
+
+on_both_backends!(a_study_whose_stored_translations_do_not_decode_gets_the_error_page);

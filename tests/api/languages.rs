@@ -286,7 +286,15 @@ fn a_study_with_an_untranslated_situation_or_instrument_cannot_open_and_says_whi
         let s = studies::load(&mut conn, "trans").unwrap().unwrap();
         let mut sources = studies::Sources::new(s.instrument_id, s.situation_set_id);
         sources.retention_until = Some(chrono::Utc::now().naive_utc() + chrono::Duration::days(60));
-        studies::update(&mut conn, s.id, &s.config(), sources).unwrap();
+        let mut config = s.config();
+        config.translations.insert(
+            Lang::parse("de").unwrap(),
+            emotionbench::domain::study::StudyTexts {
+                consent: "Bitte lesen Sie diesen Text.".into(),
+                debrief: "Danke.".into(),
+            },
+        );
+        studies::update(&mut conn, s.id, &config, sources).unwrap();
         studies::set_status(&mut conn, s.id, StudyStatus::Draft).unwrap();
     }
     let open = || cli(&app.db.url, &["studies", "set-status", "trans", "open"]);
@@ -1066,6 +1074,150 @@ fn an_instruments_texts_in_german_are_imported_and_a_mismatched_translation_is_r
 }
 
 /// Imports the demo's German PANAS (our own translation) as the PANAS's texts in `de`.
+/// Posts the study form of `slug` (as [`study_form`] fills it, ready to open but for what a
+/// second language needs) with the study in English and German, and `more` fields.
+fn post_bilingual_form(admin: &Browser, path: &str, slug: &str, more: &[(&str, &str)]) -> Reply {
+    let csrf = admin.get("/admin/studies/new").csrf();
+    let retention = (chrono::Utc::now().date_naive() + chrono::Days::new(90)).to_string();
+    let mut form = crate::study_setup::study_form(
+        &csrf,
+        slug,
+        &[
+            (
+                "consent_text",
+                "Run by Dr Ada Lovelace (ada@example.org), IRB 2026-17.",
+            ),
+            ("debrief_text", "Thank you. Questions: ada@example.org."),
+            ("code_completed", "C0MPLETE"),
+            ("retention", &retention),
+        ],
+    );
+    form.push(("languages".into(), "en, de".into()));
+    form.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    admin.post(path, &fields)
+}
+
+/// A study in English and German asks for its consent and debrief in German, does not open
+/// without them (or with a placeholder left in one), and each participant reads the consent
+/// and debrief of their own language, escaped like every other text.
+fn the_consent_and_debrief_are_written_for_each_language_and_read_in_the_participants(db: TestDb) {
+    let app = spawn_app(db);
+    make_study(&app, "seed", |_| {}); // brings the demo situation set
+    let admin = crate::admin::signed_in(&app, emotionbench::store::users::Role::Admin);
+    let r = post_bilingual_form(&admin, "/admin/studies", "bi", &[]);
+    assert_eq!(r.location(), Some("/admin/studies/bi"), "{}", r.body);
+    // Its situations and instrument in German, so only the consent and debrief are missing.
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, _) = texts_file(dir.path(), "Auf Deutsch: ", 0);
+    let path = whole.to_str().unwrap();
+    let import = [
+        "import",
+        "situations",
+        path,
+        "--set",
+        "demo",
+        "--language",
+        "de",
+    ];
+    ok(cli(&app.db.url, &import));
+    import_german_panas(&app);
+
+    // The form asks for them, the study page's checklist says what is missing, opening
+    // refuses.
+    let edit = admin.get("/admin/studies/bi/edit");
+    assert_eq!(edit.status, 200);
+    assert!(
+        edit.body
+            .contains(r#"<textarea id="consent_text_de" name="consent_text_de" lang="de""#),
+        "{}",
+        edit.body
+    );
+    assert!(edit.body.contains(r#"name="debrief_text_de""#));
+    let page = admin.get("/admin/studies/bi");
+    assert!(
+        page.body
+            .contains("Write the consent text in de. Write the debrief text in de."),
+        "{}",
+        page.body
+    );
+    let csrf = page.csrf();
+    let open = [("csrf", csrf.as_str()), ("status", "open")];
+    // Opening after the German texts are saved as given: its reply.
+    let open_with = |consent: &str, debrief: &str| {
+        let more = [("consent_text_de", consent), ("debrief_text_de", debrief)];
+        let r = post_bilingual_form(&admin, "/admin/studies/bi", "bi", &more);
+        assert_eq!(r.status, 303, "{}", r.body);
+        admin.post("/admin/studies/bi/status", &open)
+    };
+    let r = admin.post("/admin/studies/bi/status", &open);
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body.contains("Write the consent text in de."),
+        "{}",
+        r.body
+    );
+
+    // A placeholder left in the German consent: still refused, and it says where.
+    let r = open_with("Fragen an [CONTACT].", "Danke.");
+    assert_eq!(r.status, 422);
+    let says = "Replace [CONTACT] in the consent text in de.";
+    assert!(r.body.contains(says), "{}", r.body);
+    let r = open_with(
+        "Studie von Dr. Ada Lovelace.\r\n\r\nFragen: <b>ada@example.org</b>",
+        "Vielen Dank f\u{fc}r Ihre Teilnahme.",
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    // The form shows what is stored.
+    let edit = admin.get("/admin/studies/bi/edit");
+    assert!(
+        edit.body
+            .contains("Vielen Dank für Ihre Teilnahme.</textarea>"),
+        "{}",
+        edit.body
+    );
+
+    // German participants read the German consent (two paragraphs, the markup as text),
+    // English ones the English; and each their own debrief.
+    let de = app.browser().get("/s/bi/consent?lang=de");
+    assert!(
+        de.body.contains("<p>Studie von Dr. Ada Lovelace.</p>"),
+        "{}",
+        de.body
+    );
+    assert!(
+        de.body
+            .contains("Fragen: &#60;b&#62;ada@example.org&#60;/b&#62;"),
+        "{}",
+        de.body
+    );
+    assert!(!de.body.contains("<b>ada"));
+    assert!(!de.body.contains("IRB 2026-17"));
+    let en = app.browser().get("/s/bi/consent?lang=en");
+    assert!(en.body.contains("IRB 2026-17"), "{}", en.body);
+    assert!(!en.body.contains("Studie von"));
+    let (page, _) = walk_to(
+        &app.browser(),
+        "/s/bi?PROLIFIC_PID=pidbide&lang=de",
+        "debrief",
+    );
+    assert!(
+        page.body.contains("Vielen Dank für Ihre Teilnahme."),
+        "{}",
+        page.body
+    );
+    let (page, _) = walk_to(&app.browser(), "/s/bi?PROLIFIC_PID=pidbien", "debrief");
+    assert!(
+        page.body.contains("Thank you. Questions: ada@example.org."),
+        "{}",
+        page.body
+    );
+
+    // The study's definition file carries them to another installation.
+    let def = ok(cli(&app.db.url, &["studies", "export", "bi"]));
+    assert!(def.contains("Vielen Dank für Ihre Teilnahme."), "{def}");
+}
+
 fn import_german_panas(app: &TestApp) {
     let dir = tempfile::tempdir().unwrap();
     let path = instrument_texts_file(
@@ -1127,6 +1279,7 @@ fn a_german_participant_answers_the_panas_in_german_on_both_pages(db: TestDb) {
 }
 
 on_both_backends!(
+    the_consent_and_debrief_are_written_for_each_language_and_read_in_the_participants,
     a_german_participant_answers_the_panas_in_german_on_both_pages,
     an_instruments_texts_in_german_are_imported_and_a_mismatched_translation_is_refused,
     the_admin_run_form_and_export_links_take_a_language,
