@@ -13,7 +13,8 @@ use crate::app::{self, studies::StudyInput};
 use crate::domain::language::Lang;
 use crate::domain::study::{
     CONSENT_TEMPLATE, CheckItem, DEBRIEF_TEMPLATE, DEFAULT_FREE_TEXT_CHARS, FreeTextField,
-    MAX_FREE_TEXT_CHARS, MAX_TEXT_BYTES, StudyConfig, StudyStatus, StudyTexts, launch_checklist,
+    MAX_FREE_TEXT_CHARS, MAX_TEXT_BYTES, MAX_TITLE_BYTES, StudyConfig, StudyStatus, StudyTexts,
+    launch_checklist,
 };
 use crate::store::StoreError;
 use crate::store::instruments::{self, InstrumentSummary};
@@ -80,11 +81,13 @@ pub struct FormValues {
 /// The fields of one other language's consent and debrief texts in the study form.
 pub struct TranslationField {
     pub tag: String,
+    pub title: String,
     pub consent: String,
     pub debrief: String,
 }
 
-/// The form fields of a language's consent text (its debrief's start with `debrief_text_`).
+/// The form fields of a language's title, consent and debrief: the prefix, then its tag.
+const TITLE_PREFIX: &str = "title_";
 const CONSENT_PREFIX: &str = "consent_text_";
 const DEBRIEF_PREFIX: &str = "debrief_text_";
 
@@ -159,6 +162,7 @@ impl FormValues {
                 .unwrap_or_default();
             TranslationField {
                 tag: tag.to_owned(),
+                title: t.title,
                 consent: t.consent,
                 debrief: t.debrief,
             }
@@ -178,11 +182,14 @@ impl FormValues {
             .filter_map(|l| {
                 let (_, t) = self.translations.iter().find(|(t, _)| t == l.as_str())?;
                 let t = StudyTexts {
+                    title: t.title.trim().to_owned(),
                     consent: t.consent.replace("\r\n", "\n"),
                     debrief: t.debrief.replace("\r\n", "\n"),
                 };
-                (!t.consent.trim().is_empty() || !t.debrief.trim().is_empty())
-                    .then(|| (l.clone(), t))
+                let blank = [&t.title, &t.consent, &t.debrief]
+                    .iter()
+                    .all(|s| s.trim().is_empty());
+                (!blank).then(|| (l.clone(), t))
             })
             .collect()
     }
@@ -338,10 +345,10 @@ impl FormValues {
         let too_long = |t: &str| t.len() > MAX_TEXT_BYTES;
         if too_long(&c.consent_text)
             || too_long(&c.debrief_text)
-            || c.translations
-                .values()
-                .any(|t| too_long(&t.consent) || too_long(&t.debrief))
-            || c.title.len() > 200
+            || c.translations.values().any(|t| {
+                too_long(&t.consent) || too_long(&t.debrief) || t.title.len() > MAX_TITLE_BYTES
+            })
+            || c.title.len() > MAX_TITLE_BYTES
         {
             errors.push("A text is too long.".into());
         }
@@ -372,10 +379,16 @@ impl FormValues {
 fn posted_translations(f: &[(String, String)]) -> Vec<(String, StudyTexts)> {
     let mut out: Vec<(String, StudyTexts)> = Vec::new();
     for (name, value) in f {
-        let (tag, consent) = if let Some(tag) = name.strip_prefix(CONSENT_PREFIX) {
-            (tag, true)
+        let pick: fn(&mut StudyTexts) -> &mut String;
+        let tag = if let Some(tag) = name.strip_prefix(CONSENT_PREFIX) {
+            pick = |t| &mut t.consent;
+            tag
         } else if let Some(tag) = name.strip_prefix(DEBRIEF_PREFIX) {
-            (tag, false)
+            pick = |t| &mut t.debrief;
+            tag
+        } else if let Some(tag) = name.strip_prefix(TITLE_PREFIX) {
+            pick = |t| &mut t.title;
+            tag
         } else {
             continue;
         };
@@ -386,12 +399,7 @@ fn posted_translations(f: &[(String, String)]) -> Vec<(String, StudyTexts)> {
                 out.len() - 1
             }
         };
-        let texts = &mut out[i].1;
-        if consent {
-            texts.consent = value.clone();
-        } else {
-            texts.debrief = value.clone();
-        }
+        *pick(&mut out[i].1) = value.clone();
     }
     out
 }

@@ -77,6 +77,7 @@ pub fn load_demo(conn: &mut DbConnection) -> Result<DemoSetup> {
         config.translations.insert(
             german.clone(),
             crate::domain::study::StudyTexts {
+                title: demo.title_de.to_owned(),
                 consent: demo.consent_text_de.to_owned(),
                 debrief: demo.debrief_text_de.to_owned(),
             },

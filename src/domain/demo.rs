@@ -15,7 +15,8 @@ pub struct DemoStudy {
     pub consent_text: &'static str,
     /// Plain text; paragraphs are separated by blank lines.
     pub debrief_text: &'static str,
-    /// The consent and debrief in German (#20), our own translation.
+    /// The title, consent and debrief in German (#20), our own translation.
+    pub title_de: &'static str,
     pub consent_text_de: &'static str,
     pub debrief_text_de: &'static str,
     /// `"demo"`.
@@ -490,6 +491,7 @@ pub fn demo_study() -> DemoStudy {
         title: "EmotionBench demo: feelings in everyday situations",
         consent_text: CONSENT_TEXT,
         debrief_text: DEBRIEF_TEXT,
+        title_de: "EmotionBench-Demo: Gefühle in Alltagssituationen",
         consent_text_de: CONSENT_TEXT_DE,
         debrief_text_de: DEBRIEF_TEXT_DE,
         situation_set: "demo",

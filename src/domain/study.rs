@@ -106,13 +106,20 @@ pub struct StudyConfig {
     pub translations: BTreeMap<Lang, StudyTexts>,
 }
 
-/// A study's consent and debrief texts in one of its other languages.
+/// A study's consent and debrief texts in one of its other languages, and its title there.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StudyTexts {
+    /// The title in the pages' header; blank for the default language's (the title is not an
+    /// ethics text, so opening does not need it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
     pub consent: String,
     pub debrief: String,
 }
+
+/// The longest title, in bytes.
+pub const MAX_TITLE_BYTES: usize = 200;
 
 /// The longest consent or debrief text, in bytes.
 pub const MAX_TEXT_BYTES: usize = 20_000;
@@ -217,6 +224,11 @@ impl StudyConfig {
         text_in(&self.translations, lang, &self.debrief_text, |t| &t.debrief)
     }
 
+    /// The title participants in `lang` see.
+    pub fn title_in(&self, lang: &Lang) -> &str {
+        text_in(&self.translations, lang, &self.title, |t| &t.title)
+    }
+
     /// Checks what a database constraint cannot: the slug is used in URLs, file names and on
     /// command lines (`--study SLUG`, hence no leading '-').
     pub fn validate(&self) -> Result<(), String> {
@@ -267,8 +279,13 @@ impl StudyConfig {
                      languages"
                 ));
             }
-            if texts.consent.len() > MAX_TEXT_BYTES || texts.debrief.len() > MAX_TEXT_BYTES {
-                return Err(format!("the consent or debrief text in {lang} is too long"));
+            if texts.consent.len() > MAX_TEXT_BYTES
+                || texts.debrief.len() > MAX_TEXT_BYTES
+                || texts.title.len() > MAX_TITLE_BYTES
+            {
+                return Err(format!(
+                    "the title, consent or debrief text in {lang} is too long"
+                ));
             }
         }
         Ok(())
@@ -514,11 +531,16 @@ mod tests {
         c.translations.insert(
             lang("de"),
             StudyTexts {
+                title: String::new(),
                 consent: "Einwilligung.".into(),
                 debrief: " ".into(),
             },
         );
         assert_eq!(c.consent_in(&lang("de")), "Einwilligung.");
+        // No title of its own: the default's.
+        assert_eq!(c.title_in(&lang("de")), "t");
+        c.translations.get_mut(&lang("de")).unwrap().title = "T auf Deutsch".into();
+        assert_eq!(c.title_in(&lang("de")), "T auf Deutsch");
         // A blank translation, no translation, the default language: the default's text.
         assert_eq!(c.debrief_in(&lang("de")), "Thanks.");
         assert_eq!(c.consent_in(&lang("es")), c.consent_text);
@@ -527,9 +549,15 @@ mod tests {
         // Written to files and read back; a file without any (as before) reads as none.
         let text = serde_json::to_string(&c).unwrap();
         assert!(
-            text.contains(r#""translations":{"de":{"consent":"Einwilligung.""#),
+            text.contains(
+                r#""translations":{"de":{"title":"T auf Deutsch","consent":"Einwilligung.""#
+            ),
             "{text}"
         );
+        // A translation without a title (a file written before titles had one) reads.
+        let untitled: StudyTexts =
+            serde_json::from_str(r#"{"consent": "E.", "debrief": "D."}"#).unwrap();
+        assert!(untitled.title.is_empty());
         assert_eq!(serde_json::from_str::<StudyConfig>(&text).unwrap(), c);
         let plain = serde_json::to_string(&StudyConfig::new("s", "t")).unwrap();
         assert!(!plain.contains("translations"), "{plain}");
@@ -552,6 +580,7 @@ mod tests {
         c.translations = BTreeMap::from([(
             lang("de"),
             StudyTexts {
+                title: String::new(),
                 consent: "x".repeat(MAX_TEXT_BYTES + 1),
                 debrief: String::new(),
             },
@@ -570,6 +599,7 @@ mod tests {
         c.translations.insert(
             lang("de"),
             StudyTexts {
+                title: String::new(),
                 consent: "Kontakt: [CONTACT].".into(),
                 debrief: "Danke.".into(),
             },
@@ -585,6 +615,7 @@ mod tests {
         c.translations.insert(
             lang("de"),
             StudyTexts {
+                title: String::new(),
                 consent: "Kontakt: a@example.org.".into(),
                 debrief: "Danke.".into(),
             },
@@ -592,6 +623,7 @@ mod tests {
         c.translations.insert(
             lang("es"),
             StudyTexts {
+                title: String::new(),
                 consent: "Consentimiento.".into(),
                 debrief: "Gracias.".into(),
             },

@@ -323,6 +323,11 @@ impl Study {
         })
     }
 
+    /// The title participants in `lang` see.
+    pub fn title_in(&self, lang: &Lang) -> &str {
+        text_in(&self.translations.0, lang, &self.title, |t| &t.title)
+    }
+
     /// The day after which participant data is deleted (stored as that day's midnight).
     pub fn retention_date(&self) -> Option<chrono::NaiveDate> {
         self.retention_until.map(|t| t.date())

@@ -156,7 +156,7 @@ async fn closed(
     pilot: bool,
 ) -> Result<Option<HttpResponse>, AppError> {
     let page = |heading, message| Unavailable {
-        title: study.title.clone(),
+        title: study.title_in(tr.language()).to_owned(),
         heading: tr.t(heading),
         message: tr.t(message),
         prolific,
@@ -461,7 +461,7 @@ pub async fn consent(
 fn too_many(study: &Study, tr: &Tr, wait: std::time::Duration) -> Result<HttpResponse, AppError> {
     let mut resp = render_status(
         Unavailable {
-            title: study.title.clone(),
+            title: study.title_in(tr.language()).to_owned(),
             heading: tr.t("too-many-heading"),
             message: tr.t("too-many-message"),
             prolific: false,

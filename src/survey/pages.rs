@@ -44,7 +44,7 @@ impl Frame {
     fn new(ctx: &SurveyContext, page: Page, csrf: &str) -> Frame {
         let (step, steps) = page.step();
         Frame {
-            study_title: ctx.study.title.clone(),
+            study_title: ctx.study.title_in(ctx.tr.language()).to_owned(),
             slug: ctx.study.slug.clone(),
             page: page.as_str(),
             step,

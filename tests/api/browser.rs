@@ -2377,6 +2377,7 @@ fn a_real_browser_takes_the_survey_in_german_and_in_chinese(db: TestDb) {
         c.translations.insert(
             emotionbench::domain::language::Lang::parse("de").unwrap(),
             emotionbench::domain::study::StudyTexts {
+                title: String::new(),
                 consent: GERMAN_CONSENT.into(),
                 debrief: "Vielen Dank.".into(),
             },

@@ -290,6 +290,7 @@ fn a_study_with_an_untranslated_situation_or_instrument_cannot_open_and_says_whi
         config.translations.insert(
             Lang::parse("de").unwrap(),
             emotionbench::domain::study::StudyTexts {
+                title: String::new(),
                 consent: "Bitte lesen Sie diesen Text.".into(),
                 debrief: "Danke.".into(),
             },
@@ -1144,8 +1145,12 @@ fn the_consent_and_debrief_are_written_for_each_language_and_read_in_the_partici
     let csrf = page.csrf();
     let open = [("csrf", csrf.as_str()), ("status", "open")];
     // Opening after the German texts are saved as given: its reply.
-    let open_with = |consent: &str, debrief: &str| {
-        let more = [("consent_text_de", consent), ("debrief_text_de", debrief)];
+    let open_with = |title: &str, consent: &str, debrief: &str| {
+        let more = [
+            ("title_de", title),
+            ("consent_text_de", consent),
+            ("debrief_text_de", debrief),
+        ];
         let r = post_bilingual_form(&admin, "/admin/studies/bi", "bi", &more);
         assert_eq!(r.status, 303, "{}", r.body);
         admin.post("/admin/studies/bi/status", &open)
@@ -1159,11 +1164,12 @@ fn the_consent_and_debrief_are_written_for_each_language_and_read_in_the_partici
     );
 
     // A placeholder left in the German consent: still refused, and it says where.
-    let r = open_with("Fragen an [CONTACT].", "Danke.");
+    let r = open_with("", "Fragen an [CONTACT].", "Danke.");
     assert_eq!(r.status, 422);
     let says = "Replace [CONTACT] in the consent text in de.";
     assert!(r.body.contains(says), "{}", r.body);
     let r = open_with(
+        "Gefühle im Alltag",
         "Studie von Dr. Ada Lovelace.\r\n\r\nFragen: <b>ada@example.org</b>",
         "Vielen Dank f\u{fc}r Ihre Teilnahme.",
     );
@@ -1193,9 +1199,17 @@ fn the_consent_and_debrief_are_written_for_each_language_and_read_in_the_partici
     );
     assert!(!de.body.contains("<b>ada"));
     assert!(!de.body.contains("IRB 2026-17"));
+    // The German title in the header and the window's title; the English one in English.
+    assert!(
+        de.body.contains("<title>Gefühle im Alltag</title>"),
+        "{}",
+        de.body
+    );
+    assert!(!de.body.contains("Launch test"));
     let en = app.browser().get("/s/bi/consent?lang=en");
     assert!(en.body.contains("IRB 2026-17"), "{}", en.body);
     assert!(!en.body.contains("Studie von"));
+    assert!(en.body.contains("Launch test") && !en.body.contains("Gefühle im Alltag"));
     let (page, _) = walk_to(
         &app.browser(),
         "/s/bi?PROLIFIC_PID=pidbide&lang=de",
